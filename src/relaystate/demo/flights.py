@@ -1,0 +1,72 @@
+"""The flight booking agent of the articles, as a task template with real actions.
+
+Searching is read-only; creating the order is a side effect sent to the downstream ledger
+with the action's idempotency key, declared idempotent and checkable, with a compensation
+that cancels the order if a later step fails for good.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from ..retry import Retry
+from ..spec import ActionContext, Outcome
+from ..templates import Slot, Stage, TaskTemplate, all_required_slots, user_confirmed
+from .ledger import Ledger
+
+
+def flight_booking(ledger: Ledger) -> TaskTemplate:
+    booking = TaskTemplate(
+        "flight_booking",
+        version=1,
+        goal="Book a flight",
+        slots=[
+            Slot("origin", ask={"en": "Where are you flying from?", "zh": "您从哪里出发？"}),
+            Slot("destination", ask={"en": "Where are you flying to?", "zh": "您要去哪里？"}),
+            Slot("date", kind="date", ask={"en": "On which date?", "zh": "哪天出发？"}),
+            Slot(
+                "cabin_class",
+                choices=["economy", "business", "first"],
+                synonyms={"经济舱": "economy", "商务舱": "business", "头等舱": "first"},
+                ask={"en": "Economy, business or first?", "zh": "经济舱、商务舱还是头等舱？"},
+            ),
+            Slot("passenger_name", ask={"en": "Who is travelling?", "zh": "乘机人姓名？"}),
+        ],
+        stages=[
+            Stage("collecting", exit=all_required_slots),
+            Stage("confirming", exit=user_confirmed),
+            Stage("executing", actions=["search_flights", "create_order"]),
+            Stage("done"),
+        ],
+    )
+
+    @booking.action
+    def search_flights(ctx: ActionContext) -> dict[str, Any]:
+        """Read-only: a deterministic timetable, so repeats give the same answer."""
+        slots = ctx.input
+        seed = hashlib.sha256(f"{slots['origin']}{slots['destination']}{slots['date']}".encode())
+        n = int(seed.hexdigest()[:4], 16)
+        flights = [
+            {"flight": f"RS{100 + (n + i * 37) % 900}", "departs": f"{7 + i * 4:02d}:{n % 60:02d}"}
+            for i in range(3)
+        ]
+        return {"flights": flights, "chosen": flights[0]["flight"]}
+
+    def order_input(task: Any, outputs: Any) -> dict[str, Any]:
+        return {**task.slots, "flight": outputs["search_flights"]["chosen"]}
+
+    @booking.action(side_effect=True, idempotent=True, retry=Retry(max_attempts=3), input=order_input)
+    def create_order(ctx: ActionContext) -> dict[str, Any]:
+        return ledger.apply(ctx.idempotency_key, "order", dict(ctx.input))
+
+    @create_order.check
+    def order_status(ctx: ActionContext) -> Outcome:
+        effect = ledger.status(ctx.idempotency_key)
+        return Outcome.not_found() if effect is None else Outcome.succeeded(effect)
+
+    @create_order.compensate
+    def cancel_order(ctx: ActionContext) -> dict[str, Any]:
+        return ledger.apply(ctx.idempotency_key, "cancellation", {"order": ctx.original_output})
+
+    return booking

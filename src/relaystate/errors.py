@@ -1,0 +1,55 @@
+"""The errors relaystate raises on purpose; each carries a message fit to show a person."""
+
+from __future__ import annotations
+
+
+class RelaystateError(Exception):
+    """Base of every deliberate relaystate error."""
+
+
+class NotFound(RelaystateError):
+    """No such Session/Task/Action for this user (another user's ids look the same as none)."""
+
+
+class VersionConflict(RelaystateError):
+    """A task changed since it was read; re-read and retry (HTTP 409)."""
+
+    def __init__(self, task_id: str, expected: int, actual: int | None = None) -> None:
+        self.task_id = task_id
+        self.expected = expected
+        self.actual = actual
+        found = "it does not exist" if actual is None else f"it is at version {actual}"
+        super().__init__(f"task {task_id} changed: expected version {expected}, {found}")
+
+
+class DuplicateKey(RelaystateError):
+    """An idempotency key is already used by another action."""
+
+
+class InvalidSlot(RelaystateError):
+    """A slot value failed validation; ``reason`` says why, for asking again."""
+
+    def __init__(self, slot: str, reason: str) -> None:
+        self.slot = slot
+        self.reason = reason
+        super().__init__(f"slot {slot!r}: {reason}")
+
+
+class TaskLocked(RelaystateError):
+    """The task can no longer take this change (actions ran, or it is finished)."""
+
+
+class TemplateError(RelaystateError):
+    """A task template is declared wrongly, or a task's template is unknown here."""
+
+
+class SchemaTooNew(RelaystateError):
+    """Stored state was written by a newer relaystate than this one; refuse to touch it."""
+
+
+class HistoryCompacted(RelaystateError):
+    """The requested point of a task's history was folded into a later baseline."""
+
+
+class StoreURLError(RelaystateError):
+    """A store URL that no backend understands."""

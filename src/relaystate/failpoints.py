@@ -1,0 +1,79 @@
+"""Named points where a test (or a curious user) makes the process die or stall.
+
+Set with ``RELAYSTATE_FAILPOINTS``, entries separated by ``;`` or ``,``::
+
+    RELAYSTATE_FAILPOINTS="after_effect:create_order=crash;after_record=sleep=0.5"
+
+A point is ``NAME`` (any action) or ``NAME:ACTION``; the effect is ``crash`` (SIGKILL to
+ourselves: no cleanup, no flush, like a power cut of the process) or ``sleep=SECONDS``.
+When the variable is unset, :func:`hit` is one dict lookup.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+POINTS = ("before_record", "after_record", "before_effect", "after_effect", "after_commit")
+ENV = "RELAYSTATE_FAILPOINTS"
+
+
+@dataclass(frozen=True)
+class Failpoint:
+    point: str
+    action: str | None
+    effect: str
+    seconds: float = 0.0
+
+
+def parse(spec: str) -> dict[tuple[str, str | None], Failpoint]:
+    """Parse the environment syntax; raises ValueError with the bad entry named."""
+    table: dict[tuple[str, str | None], Failpoint] = {}
+    for raw in spec.replace(",", ";").split(";"):
+        entry = raw.strip()
+        if not entry:
+            continue
+        where, sep, effect = entry.partition("=")
+        if not sep:
+            raise ValueError(f"failpoint {entry!r}: expected NAME[:ACTION]=crash|sleep=SECONDS")
+        point, _, action = where.strip().partition(":")
+        if point not in POINTS:
+            raise ValueError(f"failpoint {entry!r}: unknown point {point!r}; known: {POINTS}")
+        seconds = 0.0
+        if effect == "crash":
+            pass
+        elif effect.startswith("sleep="):
+            try:
+                seconds = float(effect.removeprefix("sleep="))
+            except ValueError:
+                raise ValueError(f"failpoint {entry!r}: sleep needs a number") from None
+            effect = "sleep"
+        else:
+            raise ValueError(f"failpoint {entry!r}: effect must be crash or sleep=SECONDS")
+        fp = Failpoint(point, action or None, effect, seconds)
+        table[(fp.point, fp.action)] = fp
+    return table
+
+
+_active: dict[tuple[str, str | None], Failpoint] = parse(os.environ.get(ENV, ""))
+
+
+def configure(spec: str | None) -> None:
+    """Replace the active failpoints (tests in one process use this instead of the env)."""
+    global _active
+    _active = parse(spec or "")
+
+
+def hit(point: str, action: str | None = None) -> None:
+    """Trigger the failpoint named ``point`` (optionally for one action) if it is set."""
+    if not _active:
+        return
+    fp = _active.get((point, action)) or _active.get((point, None))
+    if fp is None:
+        return
+    if fp.effect == "crash":
+        os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(10)  # SIGKILL is asynchronous on some platforms; never run on
+    time.sleep(fp.seconds)

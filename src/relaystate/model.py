@@ -1,0 +1,418 @@
+"""Plain typed data for the three layers (Session, Task, Action) plus messages and journal.
+
+Everything here is a dataclass with an explicit, JSON-plain dict form, so every store backend
+persists the same shape and the journal can diff it field by field.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+SCHEMA_VERSION = 1
+"""Shape version of stored Task/Action dicts; readers migrate older shapes (see schema.py)."""
+
+JSON = Any
+
+
+class TaskStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    WAITING_USER = "waiting_user"
+    NEEDS_ATTENTION = "needs_attention"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_open(self) -> bool:
+        return self not in _FINISHED_TASK
+
+
+_FINISHED_TASK = {TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED}
+OPEN_TASK_STATUSES = tuple(s for s in TaskStatus if s.is_open)
+
+
+class ActionStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+    COMPENSATED = "compensated"
+
+    @property
+    def is_open(self) -> bool:
+        return self in _OPEN_ACTION
+
+
+_OPEN_ACTION = {ActionStatus.PENDING, ActionStatus.RUNNING, ActionStatus.UNKNOWN}
+OPEN_ACTION_STATUSES = tuple(s for s in ActionStatus if s.is_open)
+
+
+class ActionKind(StrEnum):
+    STEP = "step"
+    COMPENSATION = "compensation"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def to_iso(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat()
+
+
+def from_iso(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _req_iso(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+@dataclass
+class Progress:
+    """How many of a task's planned actions have succeeded."""
+
+    done: int = 0
+    total: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {"done": self.done, "total": self.total}
+
+
+@dataclass
+class Task:
+    """One goal as an explicit state machine, owned by a user and not by a session."""
+
+    id: str
+    type: str
+    user_id: str
+    stage: str
+    status: TaskStatus = TaskStatus.PENDING
+    origin_session_id: str | None = None
+    slots: dict[str, JSON] = field(default_factory=dict)
+    missing_slots: list[str] = field(default_factory=list)
+    confirmed: bool = False
+    goal: str = ""
+    context: dict[str, JSON] = field(default_factory=dict)
+    version: int = 0
+    schema_version: int = SCHEMA_VERSION
+    template_version: int = 1
+    created_by_build: str = ""
+    progress: Progress = field(default_factory=Progress)
+    status_text: str = ""
+    created_at: datetime = field(default_factory=utcnow)
+    updated_at: datetime = field(default_factory=utcnow)
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "user_id": self.user_id,
+            "origin_session_id": self.origin_session_id,
+            "stage": self.stage,
+            "status": str(self.status),
+            "slots": copy.deepcopy(self.slots),
+            "missing_slots": list(self.missing_slots),
+            "confirmed": self.confirmed,
+            "goal": self.goal,
+            "context": copy.deepcopy(self.context),
+            "version": self.version,
+            "schema_version": self.schema_version,
+            "template_version": self.template_version,
+            "created_by_build": self.created_by_build,
+            "progress": self.progress.to_dict(),
+            "status_text": self.status_text,
+            "created_at": to_iso(self.created_at),
+            "updated_at": to_iso(self.updated_at),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, JSON]) -> Task:
+        return cls(
+            id=d["id"],
+            type=d["type"],
+            user_id=d["user_id"],
+            origin_session_id=d.get("origin_session_id"),
+            stage=d["stage"],
+            status=TaskStatus(d["status"]),
+            slots=copy.deepcopy(d.get("slots", {})),
+            missing_slots=list(d.get("missing_slots", [])),
+            confirmed=bool(d.get("confirmed", False)),
+            goal=d.get("goal", ""),
+            context=copy.deepcopy(d.get("context", {})),
+            version=int(d["version"]),
+            schema_version=int(d.get("schema_version", SCHEMA_VERSION)),
+            template_version=int(d.get("template_version", 1)),
+            created_by_build=d.get("created_by_build", ""),
+            progress=Progress(**d.get("progress", {})),
+            status_text=d.get("status_text", ""),
+            created_at=_req_iso(d["created_at"]),
+            updated_at=_req_iso(d["updated_at"]),
+        )
+
+
+@dataclass
+class Action:
+    """One step of a task; recorded before its effect and reconciled before any retry."""
+
+    id: str
+    task_id: str
+    seq: int
+    name: str
+    stage: str
+    idempotency_key: str
+    kind: ActionKind = ActionKind.STEP
+    status: ActionStatus = ActionStatus.PENDING
+    input: dict[str, JSON] = field(default_factory=dict)
+    output: JSON = None
+    error: str | None = None
+    attempts: int = 0
+    checks: int = 0
+    compensates: int | None = None
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+    next_attempt_at: datetime | None = None
+    created_at: datetime = field(default_factory=utcnow)
+    updated_at: datetime = field(default_factory=utcnow)
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "id": self.id,
+            "task_id": self.task_id,
+            "seq": self.seq,
+            "name": self.name,
+            "stage": self.stage,
+            "kind": str(self.kind),
+            "idempotency_key": self.idempotency_key,
+            "status": str(self.status),
+            "input": copy.deepcopy(self.input),
+            "output": copy.deepcopy(self.output),
+            "error": self.error,
+            "attempts": self.attempts,
+            "checks": self.checks,
+            "compensates": self.compensates,
+            "lease_owner": self.lease_owner,
+            "lease_expires_at": to_iso(self.lease_expires_at),
+            "next_attempt_at": to_iso(self.next_attempt_at),
+            "created_at": to_iso(self.created_at),
+            "updated_at": to_iso(self.updated_at),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, JSON]) -> Action:
+        return cls(
+            id=d["id"],
+            task_id=d["task_id"],
+            seq=int(d["seq"]),
+            name=d["name"],
+            stage=d["stage"],
+            kind=ActionKind(d.get("kind", "step")),
+            idempotency_key=d["idempotency_key"],
+            status=ActionStatus(d["status"]),
+            input=copy.deepcopy(d.get("input", {})),
+            output=copy.deepcopy(d.get("output")),
+            error=d.get("error"),
+            attempts=int(d.get("attempts", 0)),
+            checks=int(d.get("checks", 0)),
+            compensates=d.get("compensates"),
+            lease_owner=d.get("lease_owner"),
+            lease_expires_at=from_iso(d.get("lease_expires_at")),
+            next_attempt_at=from_iso(d.get("next_attempt_at")),
+            created_at=_req_iso(d["created_at"]),
+            updated_at=_req_iso(d["updated_at"]),
+        )
+
+
+@dataclass
+class Session:
+    """One person's interaction container; it may expire without touching any task."""
+
+    id: str
+    user_id: str
+    language: str = "en"
+    timezone: str = "UTC"
+    active_task_ids: list[str] = field(default_factory=list)
+    created_at: datetime = field(default_factory=utcnow)
+    updated_at: datetime = field(default_factory=utcnow)
+    expires_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "id": self.id,
+            "user_id": self.user_id,
+            "language": self.language,
+            "timezone": self.timezone,
+            "active_task_ids": list(self.active_task_ids),
+            "created_at": to_iso(self.created_at),
+            "updated_at": to_iso(self.updated_at),
+            "expires_at": to_iso(self.expires_at),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, JSON]) -> Session:
+        return cls(
+            id=d["id"],
+            user_id=d["user_id"],
+            language=d.get("language", "en"),
+            timezone=d.get("timezone", "UTC"),
+            active_task_ids=list(d.get("active_task_ids", [])),
+            created_at=_req_iso(d["created_at"]),
+            updated_at=_req_iso(d["updated_at"]),
+            expires_at=from_iso(d.get("expires_at")),
+        )
+
+
+@dataclass
+class Message:
+    """One line of a session's chat; display only, never the source of task state."""
+
+    session_id: str
+    user_id: str
+    role: str
+    text: str
+    task_id: str | None = None
+    created_at: datetime = field(default_factory=utcnow)
+    id: int | None = None
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "user_id": self.user_id,
+            "role": self.role,
+            "text": self.text,
+            "task_id": self.task_id,
+            "created_at": to_iso(self.created_at),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, JSON]) -> Message:
+        return cls(
+            id=d.get("id"),
+            session_id=d["session_id"],
+            user_id=d["user_id"],
+            role=d["role"],
+            text=d["text"],
+            task_id=d.get("task_id"),
+            created_at=_req_iso(d["created_at"]),
+        )
+
+
+@dataclass
+class JournalEntry:
+    """One committed change of a task (and its actions): the delta, why, by whom, when.
+
+    ``version`` is the task version the change produced; ``changes`` is a list of
+    ``{"path": [...], "before": x, "after": y}`` where a missing key means "absent".
+    """
+
+    task_id: str
+    version: int
+    at: datetime
+    actor: str
+    reason: str
+    changes: list[dict[str, JSON]]
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "task_id": self.task_id,
+            "version": self.version,
+            "at": to_iso(self.at),
+            "actor": self.actor,
+            "reason": self.reason,
+            "changes": copy.deepcopy(self.changes),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, JSON]) -> JournalEntry:
+        return cls(
+            task_id=d["task_id"],
+            version=int(d["version"]),
+            at=_req_iso(d["at"]),
+            actor=d["actor"],
+            reason=d["reason"],
+            changes=copy.deepcopy(d["changes"]),
+        )
+
+
+@dataclass
+class Snapshot:
+    """A baseline: the full state of a task and its actions at one version."""
+
+    task_id: str
+    version: int
+    at: datetime
+    state: dict[str, JSON]
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "task_id": self.task_id,
+            "version": self.version,
+            "at": to_iso(self.at),
+            "state": copy.deepcopy(self.state),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, JSON]) -> Snapshot:
+        return cls(
+            task_id=d["task_id"],
+            version=int(d["version"]),
+            at=_req_iso(d["at"]),
+            state=copy.deepcopy(d["state"]),
+        )
+
+
+@dataclass
+class TaskState:
+    """A task together with its actions: the unit the machine reads and the journal diffs."""
+
+    task: Task
+    actions: list[Action] = field(default_factory=list)
+
+    def copy(self) -> TaskState:
+        return TaskState(
+            Task.from_dict(self.task.to_dict()), [Action.from_dict(a.to_dict()) for a in self.actions]
+        )
+
+    def action(self, seq: int) -> Action:
+        for a in self.actions:
+            if a.seq == seq:
+                return a
+        raise KeyError(seq)
+
+    def find(self, stage: str, name: str, kind: ActionKind = ActionKind.STEP) -> Action | None:
+        for a in self.actions:
+            if a.stage == stage and a.name == name and a.kind == kind:
+                return a
+        return None
+
+    def next_seq(self) -> int:
+        return max((a.seq for a in self.actions), default=0) + 1
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "task": self.task.to_dict(),
+            "actions": {str(a.seq): a.to_dict() for a in self.actions},
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, JSON]) -> TaskState:
+        actions = [Action.from_dict(a) for a in d.get("actions", {}).values()]
+        return cls(Task.from_dict(d["task"]), sorted(actions, key=lambda a: a.seq))
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """A process that holds leases; a deregistered or dead worker's leases expire at once."""
+
+    id: str
+    host: str
+    pid: int
+    build: str
+    started_at: datetime

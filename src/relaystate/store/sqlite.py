@@ -1,0 +1,374 @@
+"""Embedded store: one SQLite file in WAL mode, zero set-up.
+
+``synchronous=FULL`` by default so that a committed turn survives a power cut; pass
+``?synchronous=normal`` in the URL to trade that for speed. Every write takes the database
+lock up front (``BEGIN IMMEDIATE``) so concurrent processes queue instead of failing
+half-way; optimistic locking on the task version decides who wins.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import DuplicateKey, SchemaTooNew, VersionConflict
+from ..model import (
+    OPEN_ACTION_STATUSES,
+    Action,
+    JournalEntry,
+    Message,
+    Session,
+    Snapshot,
+    Task,
+    TaskStatus,
+    WorkerInfo,
+    to_iso,
+)
+from .base import Commit, Store
+
+DB_SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    status TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    updated_at TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_by_user ON tasks (user_id, status, updated_at);
+CREATE TABLE IF NOT EXISTS actions (
+    id TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL REFERENCES tasks (id),
+    seq INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL UNIQUE,
+    lease_expires_at TEXT,
+    data TEXT NOT NULL,
+    UNIQUE (task_id, seq)
+);
+CREATE INDEX IF NOT EXISTS open_actions ON actions (lease_expires_at)
+    WHERE status IN ('pending', 'running', 'unknown');
+CREATE TABLE IF NOT EXISTS journal (
+    task_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    at TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (task_id, version)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS journal_by_time ON journal (at);
+CREATE TABLE IF NOT EXISTS baselines (
+    task_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    at TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    text TEXT NOT NULL,
+    task_id TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_session ON messages (session_id, id);
+CREATE TABLE IF NOT EXISTS workers (
+    id TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    build TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    stopped_at TEXT
+);
+"""
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
+        if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
+            raise ValueError("synchronous must be FULL, NORMAL or EXTRA")
+        self.path = Path(path)
+        self.url = f"sqlite:///{self.path}"
+        if self.path.parent and not self.path.parent.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(
+            str(self.path), isolation_level=None, check_same_thread=False, timeout=60
+        )
+        self._db.execute("PRAGMA busy_timeout = 60000")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        self._ensure_schema()
+
+    def _ensure_schema(self) -> None:
+        with self._tx():
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                self._db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(DB_SCHEMA_VERSION),),
+                )
+            elif int(row[0]) > DB_SCHEMA_VERSION:
+                raise SchemaTooNew(
+                    f"{self.path} has database schema {row[0]}, newer than this relaystate "
+                    f"understands ({DB_SCHEMA_VERSION}); upgrade relaystate"
+                )
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[object, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # -- tasks, actions, journal -------------------------------------------------------
+    def commit(self, commit: Commit) -> None:
+        task = commit.task
+        row = (task.user_id, task.type, str(task.status), task.version, to_iso(task.updated_at))
+        with self._tx() as db:
+            if commit.expected_version == 0:
+                try:
+                    db.execute(
+                        "INSERT INTO tasks (user_id, type, status, version, updated_at, data, id)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (*row, _dumps(task.to_dict()), task.id),
+                    )
+                except sqlite3.IntegrityError:
+                    raise VersionConflict(task.id, 0, self._version(task.id)) from None
+            else:
+                cur = db.execute(
+                    "UPDATE tasks SET user_id = ?, type = ?, status = ?, version = ?,"
+                    " updated_at = ?, data = ? WHERE id = ? AND version = ? AND user_id = ?",
+                    (
+                        *row,
+                        _dumps(task.to_dict()),
+                        task.id,
+                        commit.expected_version,
+                        task.user_id,
+                    ),
+                )
+                if cur.rowcount != 1:
+                    raise VersionConflict(task.id, commit.expected_version, self._version(task.id))
+            for action in commit.actions:
+                try:
+                    db.execute(
+                        "INSERT INTO actions (id, task_id, seq, status, idempotency_key,"
+                        " lease_expires_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                        " ON CONFLICT (id) DO UPDATE SET status = excluded.status,"
+                        " lease_expires_at = excluded.lease_expires_at, data = excluded.data",
+                        (
+                            action.id,
+                            action.task_id,
+                            action.seq,
+                            str(action.status),
+                            action.idempotency_key,
+                            to_iso(action.lease_expires_at),
+                            _dumps(action.to_dict()),
+                        ),
+                    )
+                except sqlite3.IntegrityError as exc:
+                    raise DuplicateKey(
+                        f"action {action.id}: idempotency key {action.idempotency_key} "
+                        f"or seq {action.seq} is taken ({exc})"
+                    ) from None
+            entry = commit.entry
+            db.execute(
+                "INSERT INTO journal (task_id, version, at, data) VALUES (?, ?, ?, ?)",
+                (entry.task_id, entry.version, to_iso(entry.at), _dumps(entry.to_dict())),
+            )
+            if commit.session is not None:
+                self._put_session(db, commit.session)
+            self._append(db, commit.messages)
+
+    def _version(self, task_id: str) -> int | None:
+        row = self._db.execute("SELECT version FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def get_task(self, task_id: str, *, user_id: str | None) -> Task | None:
+        if user_id is None:
+            rows = self._read("SELECT data FROM tasks WHERE id = ?", (task_id,))
+        else:
+            rows = self._read(
+                "SELECT data FROM tasks WHERE id = ? AND user_id = ?", (task_id, user_id)
+            )
+        return Task.from_dict(json.loads(str(rows[0][0]))) if rows else None
+
+    def get_actions(self, task_id: str) -> list[Action]:
+        rows = self._read("SELECT data FROM actions WHERE task_id = ? ORDER BY seq", (task_id,))
+        return [Action.from_dict(json.loads(str(r[0]))) for r in rows]
+
+    def list_tasks(
+        self,
+        user_id: str | None,
+        *,
+        statuses: Sequence[TaskStatus] | None = None,
+        limit: int = 100,
+    ) -> list[Task]:
+        where, args = [], []
+        if user_id is not None:
+            where.append("user_id = ?")
+            args.append(user_id)
+        if statuses is not None:
+            where.append(f"status IN ({','.join('?' * len(statuses))})" if statuses else "0")
+            args.extend(str(s) for s in statuses)
+        sql = "SELECT data FROM tasks"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+        rows = self._read(sql, [*args, limit])
+        return [Task.from_dict(json.loads(str(r[0]))) for r in rows]
+
+    def open_actions(self, *, limit: int = 1000) -> list[Action]:
+        marks = ",".join("?" * len(OPEN_ACTION_STATUSES))
+        rows = self._read(
+            f"SELECT data FROM actions WHERE status IN ({marks})"
+            " ORDER BY lease_expires_at IS NOT NULL, lease_expires_at LIMIT ?",
+            [*(str(s) for s in OPEN_ACTION_STATUSES), limit],
+        )
+        return [Action.from_dict(json.loads(str(r[0]))) for r in rows]
+
+    def find_action(self, idempotency_key: str) -> Action | None:
+        rows = self._read("SELECT data FROM actions WHERE idempotency_key = ?", (idempotency_key,))
+        return Action.from_dict(json.loads(str(rows[0][0]))) if rows else None
+
+    def journal(self, task_id: str, *, after_version: int = 0) -> list[JournalEntry]:
+        rows = self._read(
+            "SELECT data FROM journal WHERE task_id = ? AND version > ? ORDER BY version",
+            (task_id, after_version),
+        )
+        return [JournalEntry.from_dict(json.loads(str(r[0]))) for r in rows]
+
+    def baseline(self, task_id: str) -> Snapshot | None:
+        rows = self._read("SELECT data FROM baselines WHERE task_id = ?", (task_id,))
+        return Snapshot.from_dict(json.loads(str(rows[0][0]))) if rows else None
+
+    def compact(self, snapshot: Snapshot) -> int:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO baselines (task_id, version, at, data) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (task_id) DO UPDATE SET version = excluded.version,"
+                " at = excluded.at, data = excluded.data WHERE excluded.version > version",
+                (
+                    snapshot.task_id,
+                    snapshot.version,
+                    to_iso(snapshot.at),
+                    _dumps(snapshot.to_dict()),
+                ),
+            )
+            cur = db.execute(
+                "DELETE FROM journal WHERE task_id = ? AND version <= ?",
+                (snapshot.task_id, snapshot.version),
+            )
+            return cur.rowcount
+
+    def tasks_with_entries_before(self, cutoff: datetime, *, limit: int = 1000) -> list[str]:
+        rows = self._read(
+            "SELECT DISTINCT task_id FROM journal WHERE at < ? ORDER BY task_id LIMIT ?",
+            (to_iso(cutoff), limit),
+        )
+        return [str(r[0]) for r in rows]
+
+    # -- sessions and messages ---------------------------------------------------------
+    def put_session(self, session: Session) -> None:
+        with self._tx() as db:
+            self._put_session(db, session)
+
+    @staticmethod
+    def _put_session(db: sqlite3.Connection, session: Session) -> None:
+        db.execute(
+            "INSERT INTO sessions (id, user_id, data) VALUES (?, ?, ?)"
+            " ON CONFLICT (id) DO UPDATE SET data = excluded.data"
+            " WHERE sessions.user_id = excluded.user_id",
+            (session.id, session.user_id, _dumps(session.to_dict())),
+        )
+
+    def get_session(self, session_id: str, *, user_id: str | None) -> Session | None:
+        rows = self._read("SELECT user_id, data FROM sessions WHERE id = ?", (session_id,))
+        if not rows or (user_id is not None and rows[0][0] != user_id):
+            return None
+        return Session.from_dict(json.loads(str(rows[0][1])))
+
+    def append_messages(self, messages: Iterable[Message]) -> None:
+        messages = list(messages)
+        if messages:
+            with self._tx() as db:
+                self._append(db, messages)
+
+    @staticmethod
+    def _append(db: sqlite3.Connection, messages: Iterable[Message]) -> None:
+        db.executemany(
+            "INSERT INTO messages (session_id, user_id, role, text, task_id, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (m.session_id, m.user_id, m.role, m.text, m.task_id, to_iso(m.created_at))
+                for m in messages
+            ],
+        )
+
+    def messages(self, session_id: str, *, user_id: str | None, limit: int = 50) -> list[Message]:
+        sql = (
+            "SELECT id, session_id, user_id, role, text, task_id, created_at FROM messages"
+            " WHERE session_id = ?"
+        )
+        args: list[object] = [session_id]
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            args.append(user_id)
+        rows = self._read(sql + " ORDER BY id DESC LIMIT ?", [*args, limit])
+        keys = ("id", "session_id", "user_id", "role", "text", "task_id", "created_at")
+        return [Message.from_dict(dict(zip(keys, r, strict=True))) for r in reversed(rows)]
+
+    # -- workers ---------------------------------------------------------------------
+    def register_worker(self, worker: WorkerInfo) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO workers (id, host, pid, build, started_at, stopped_at)"
+                " VALUES (?, ?, ?, ?, ?, NULL)",
+                (worker.id, worker.host, worker.pid, worker.build, to_iso(worker.started_at)),
+            )
+
+    def deregister_worker(self, worker_id: str, at: datetime) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE workers SET stopped_at = ? WHERE id = ?", (to_iso(at), worker_id))
+
+    def stopped_workers(self, worker_ids: Iterable[str]) -> frozenset[str]:
+        ids = list(worker_ids)
+        if not ids:
+            return frozenset()
+        marks = ",".join("?" * len(ids))
+        rows = self._read(
+            f"SELECT id FROM workers WHERE stopped_at IS NOT NULL AND id IN ({marks})", ids
+        )
+        return frozenset(str(r[0]) for r in rows)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,245 @@
+"""How a task type is declared: its slots, its ordered stages and the actions they run."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, overload
+
+from .spec import ActionFn, ActionSpec, InputFn
+from .errors import InvalidSlot, TemplateError
+from .model import Task
+from .retry import Retry
+from .steps import AskConfirmation, AskSlot, Step, WaitUser
+
+SLOT_KINDS = ("text", "choice", "date", "number")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One piece of information a task needs, with how to ask for it and how to check it."""
+
+    name: str
+    kind: str = "text"
+    required: bool = True
+    choices: Sequence[str] | None = None
+    synonyms: Mapping[str, str] = field(default_factory=dict)
+    pattern: str | None = None
+    parser: Callable[[Any], Any] | None = None
+    ask: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.choices and self.kind == "text":
+            object.__setattr__(self, "kind", "choice")
+        if self.kind not in SLOT_KINDS:
+            raise TemplateError(f"slot {self.name!r}: kind must be one of {SLOT_KINDS}")
+        if self.kind == "choice" and not self.choices:
+            raise TemplateError(f"slot {self.name!r}: a choice slot needs choices")
+
+    def question(self, language: str = "en") -> str:
+        """The question that asks for this slot, in ``language`` if declared."""
+        if language in self.ask:
+            return self.ask[language]
+        if "en" in self.ask:
+            return self.ask["en"]
+        return f"What is the {self.name.replace('_', ' ')}?"
+
+    def validate(self, value: Any) -> Any:
+        """Normalise ``value`` to plain JSON, or raise InvalidSlot saying why not."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise InvalidSlot(self.name, "a value is required")
+        if self.parser is not None:
+            try:
+                value = self.parser(value)
+            except (ValueError, TypeError) as exc:
+                raise InvalidSlot(self.name, str(exc) or "not understood") from None
+        if self.kind == "choice":
+            value = self._choice(value)
+        elif self.kind == "date":
+            value = self._date(value)
+        elif self.kind == "number":
+            value = self._number(value)
+        elif isinstance(value, str):
+            value = value.strip()
+        if self.pattern is not None and not re.fullmatch(self.pattern, str(value)):
+            raise InvalidSlot(self.name, f"{value!r} does not match the expected form")
+        return value
+
+    def _choice(self, value: Any) -> str:
+        assert self.choices is not None
+        text = str(value).strip().lower()
+        for choice in self.choices:
+            if choice.lower() == text:
+                return choice
+        for synonym, choice in self.synonyms.items():
+            if synonym.lower() == text:
+                return choice
+        raise InvalidSlot(self.name, f"{value!r} is not one of {', '.join(self.choices)}")
+
+    def _date(self, value: Any) -> str:
+        if isinstance(value, datetime):
+            return value.date().isoformat()
+        if isinstance(value, date):
+            return value.isoformat()
+        try:
+            return date.fromisoformat(str(value).strip()).isoformat()
+        except ValueError:
+            raise InvalidSlot(self.name, f"{value!r} is not a date (YYYY-MM-DD)") from None
+
+    def _number(self, value: Any) -> int | float:
+        if isinstance(value, bool):
+            raise InvalidSlot(self.name, f"{value!r} is not a number")
+        if isinstance(value, int | float):
+            return value
+        try:
+            number = float(str(value).strip())
+        except ValueError:
+            raise InvalidSlot(self.name, f"{value!r} is not a number") from None
+        return int(number) if number.is_integer() else number
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A named test on a task, with the step that would make it true (what to wait for)."""
+
+    name: str
+    met: Callable[[Task], bool]
+    need: Callable[[Task], Step]
+
+
+def condition(fn: Callable[[Task], bool]) -> Condition:
+    """Turn a predicate into a Condition whose unmet state waits for the user."""
+    return Condition(fn.__name__, fn, lambda task: WaitUser(fn.__name__))
+
+
+all_required_slots = Condition(
+    "all_required_slots",
+    lambda task: not task.missing_slots,
+    lambda task: AskSlot(task.missing_slots[0]),
+)
+user_confirmed = Condition(
+    "user_confirmed", lambda task: task.confirmed, lambda task: AskConfirmation()
+)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a task: its actions run in order, then ``exit`` must hold to move on.
+
+    A stage whose ``entry`` condition does not hold when the task reaches it is skipped.
+    """
+
+    name: str
+    actions: Sequence[str] = ()
+    exit: Condition | None = None
+    entry: Condition | None = None
+
+
+class TaskTemplate:
+    """A task type: slots, ordered stages and the actions those stages run."""
+
+    def __init__(
+        self,
+        type: str,
+        *,
+        version: int = 1,
+        slots: Iterable[Slot] = (),
+        stages: Iterable[Stage] = (),
+        goal: str = "",
+    ) -> None:
+        self.type = type
+        self.version = version
+        self.slots = list(slots)
+        self.stages = list(stages)
+        self.goal = goal
+        self.actions: dict[str, ActionSpec] = {}
+        if not self.stages:
+            raise TemplateError(f"template {type!r} needs at least one stage")
+        for kind, names in (
+            ("slot", [s.name for s in self.slots]),
+            ("stage", [s.name for s in self.stages]),
+        ):
+            dupes = {n for n in names if names.count(n) > 1}
+            if dupes:
+                raise TemplateError(f"template {type!r}: duplicate {kind} names {sorted(dupes)}")
+
+    @overload
+    def action(self, fn: ActionFn, /) -> ActionSpec: ...
+
+    @overload
+    def action(
+        self,
+        *,
+        name: str | None = None,
+        side_effect: bool = False,
+        idempotent: bool = False,
+        retry: Retry | None = None,
+        timeout: float | None = None,
+        input: InputFn | None = None,
+    ) -> Callable[[ActionFn], ActionSpec]: ...
+
+    def action(
+        self,
+        fn: ActionFn | None = None,
+        /,
+        *,
+        name: str | None = None,
+        side_effect: bool = False,
+        idempotent: bool = False,
+        retry: Retry | None = None,
+        timeout: float | None = None,
+        input: InputFn | None = None,
+    ) -> ActionSpec | Callable[[ActionFn], ActionSpec]:
+        """Register an action of this task type (usable bare or with options)."""
+
+        def register(f: ActionFn) -> ActionSpec:
+            spec = ActionSpec(
+                name or f.__name__,
+                f,
+                side_effect=side_effect,
+                idempotent=idempotent,
+                retry=retry or Retry(),
+                timeout=timeout,
+                input=input,
+            )
+            if spec.name in self.actions:
+                raise TemplateError(f"template {self.type!r}: action {spec.name!r} declared twice")
+            self.actions[spec.name] = spec
+            return spec
+
+        return register(fn) if fn is not None else register
+
+    def slot(self, name: str) -> Slot:
+        for s in self.slots:
+            if s.name == name:
+                return s
+        raise TemplateError(f"template {self.type!r} has no slot {name!r}")
+
+    def stage_index(self, name: str) -> int:
+        for i, s in enumerate(self.stages):
+            if s.name == name:
+                return i
+        raise TemplateError(f"template {self.type!r} has no stage {name!r}")
+
+    def spec(self, name: str) -> ActionSpec:
+        try:
+            return self.actions[name]
+        except KeyError:
+            raise TemplateError(f"template {self.type!r} has no action {name!r}") from None
+
+    @property
+    def planned_actions(self) -> int:
+        """How many step actions a task of this type runs when it goes all the way."""
+        return sum(len(s.actions) for s in self.stages)
+
+    def validate(self) -> None:
+        """Check that every stage's actions are declared; raised at registration time."""
+        for stage in self.stages:
+            for name in stage.actions:
+                if name not in self.actions:
+                    raise TemplateError(
+                        f"template {self.type!r}: stage {stage.name!r} runs undeclared "
+                        f"action {name!r}"
+                    )
