@@ -171,6 +171,8 @@ class TaskTemplate:
     @overload
     def action(
         self,
+        fn: None = None,
+        /,
         *,
         name: str | None = None,
         side_effect: bool = False,

@@ -1,0 +1,30 @@
+# Every target sets up what it needs: a fresh clone needs only Python 3.11+ and make.
+VENV    := .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed-stamp
+PYTHON  ?= python3
+
+.PHONY: demo test bench lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)  ## the main job: a scripted walk-through on embedded SQLite
+	$(VENV)/bin/relaystate demo run --dir demo-data
+
+test: $(STAMP)  ## the whole test suite
+	$(VENV)/bin/pytest
+
+bench: $(STAMP)  ## per-turn cost and resume time as history grows, side by side with a raw append
+	$(PY) bench/turns.py
+
+lint: $(STAMP)  ## ruff (format + lint) and mypy --strict on src/
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) demo-data .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,132 @@
+"""The scripted demo behind ``make demo``: the mission in five scenes, on embedded SQLite.
+
+1. Alice starts a flight booking on her phone and leaves half-way.
+2. She comes back on her laptop (a new session, a new process): the task is found by her
+   user id and resumed from its stored stage and slots, not from the chat.
+3. She confirms; the process creating the order is killed (SIGKILL) right after the
+   downstream made the order, before relaystate could record the success.
+4. A new process recovers: it asks the downstream (``check``) instead of ordering again.
+5. The journal shows every change, and replays the task as it was at any version.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.panel import Panel
+
+from ..model import TaskStatus
+from ..render import history_table, print_state
+from ..runtime import Runtime
+from ..store import open_store
+from . import templates
+from .ledger import Ledger
+
+
+def _scene(out: Console, title: str, text: str) -> None:
+    out.print()
+    out.print(Panel(text, title=title, title_align="left", border_style="cyan"))
+
+
+def run_demo(workdir: Path, out: Console) -> None:
+    workdir.mkdir(parents=True, exist_ok=True)
+    db, ledger_file = workdir / "relaystate.db", workdir / "relaystate-ledger.db"
+    for path in workdir.glob("relaystate*.db*"):
+        path.unlink()
+    url = f"sqlite:///{db}"
+
+    def runtime() -> Runtime:
+        return Runtime(open_store(url), templates(ledger_file), build="demo")
+
+    _scene(out, "1. On her phone", "Alice: I need a flight from Beijing to Shanghai.")
+    with runtime() as rt:
+        phone = rt.open_session("alice", "phone", language="en")
+        state = rt.start(
+            "alice",
+            "flight_booking",
+            session_id=phone.id,
+            slots={"origin": "Beijing", "destination": "Shanghai"},
+            messages=[("user", "I need a flight from Beijing to Shanghai.")],
+        )
+        task_id = state.task.id
+        print_state(out, state)
+        out.print("[dim]Alice puts the phone away. The session may expire; the task will not.[/]")
+
+    _scene(out, "2. On her laptop, a day later", "Alice: where were we?")
+    with runtime() as rt:
+        laptop = rt.open_session("alice", "laptop", language="en")
+        found = rt.open_tasks("alice")
+        out.print(f"Open tasks of alice, found by user id: {[t.id for t in found]}")
+        resumed = rt.resume(task_id, "alice")
+        out.print(f"[bold]relaystate:[/] {resumed.task.status_text}")
+        state = rt.fill(
+            task_id,
+            "alice",
+            {"date": "2027-01-22", "cabin_class": "商务舱", "passenger_name": "Alice Wang"},
+            session_id=laptop.id,
+            messages=[("user", "Jan 22, business class, Alice Wang")],
+        )
+        out.print(f"[bold]relaystate:[/] {state.task.status_text}")
+        rt.confirm(task_id, "alice", True, session_id=laptop.id, run=False)
+
+    _scene(
+        out,
+        "3. A crash at the worst moment",
+        "Alice confirms. The worker creates the order downstream, and is killed (SIGKILL) "
+        "before it can record that the order exists.",
+    )
+    env = {**os.environ, "RELAYSTATE_FAILPOINTS": "after_effect:create_order=crash"}
+    cmd = [sys.executable, "-m", "relaystate.cli", "tasks", "resume", task_id, "--json"]
+    cmd += ["--store", url, "--ledger", str(ledger_file)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    out.print(f"worker exit code: {proc.returncode} (-9 is SIGKILL)")
+    with runtime() as rt:
+        order = next(a for a in rt.task(task_id).actions if a.name == "create_order")
+        out.print(f"create_order as recorded: [bold]{order.status}[/] (lease of a dead process)")
+    out.print(f"downstream ledger: {_ledger_line(Ledger(ledger_file))}")
+
+    _scene(
+        out,
+        "4. Recovery",
+        "A new process starts and recovers. The lease's holder is dead, so it does not wait: "
+        "it asks the downstream what happened to the order's idempotency key.",
+    )
+    with runtime() as rt:
+        report = rt.recover()
+        out.print(f"recovered tasks: {report.outcomes}")
+        final = rt.task(task_id)
+        print_state(out, final)
+    out.print(f"downstream ledger: {_ledger_line(Ledger(ledger_file))}")
+    if final.task.status != TaskStatus.DONE:
+        raise RuntimeError(f"the demo task ended {final.task.status}, not done")
+
+    _scene(out, "5. The journal", "Every change, why and by whom; any version can be replayed.")
+    with runtime() as rt:
+        baseline, entries = rt.history(task_id, "alice")
+        out.print(history_table(task_id, baseline, entries))
+        confirmed = next(e.version for e in entries if e.reason == "user confirmed")
+        then = rt.replay(task_id, confirmed, "alice")
+        out.print(
+            f"Replayed at version {confirmed}: stage={then.task.stage}, "
+            f"status={then.task.status}, actions={len(then.actions)}"
+        )
+    out.print(
+        f"\nFiles: {db} (the store) and {ledger_file} (the downstream). Try:\n"
+        f"  relaystate tasks history {task_id} --store {url}\n"
+        f"  relaystate demo ledger --store {url}"
+    )
+
+
+def _ledger_line(ledger: Ledger) -> str:
+    rows = ledger.entries()
+    if not rows:
+        return "no requests yet"
+    return "; ".join(
+        f"{r['kind']} {r['effect']['id'] if r['effect'] else '-'}: "
+        f"{r['requests']} request(s), {r['effects']} effect(s)"
+        for r in rows
+    )

@@ -1,0 +1,79 @@
+"""Terminal rendering shared by the CLI and the demo: Tasks, Actions and journal timelines."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .model import JournalEntry, Snapshot, TaskState
+
+
+def print_state(out: Console, state: TaskState, title: str | None = None) -> None:
+    """A Task's stage, status, slots and progress, then its Actions."""
+    task = state.task
+    table = Table(title=title or f"Task {task.id}", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("type", task.type)
+    table.add_row("user", task.user_id)
+    table.add_row("stage", task.stage)
+    table.add_row("status", str(task.status))
+    table.add_row("slots", json.dumps(task.slots, ensure_ascii=False))
+    table.add_row("missing", ", ".join(task.missing_slots) or "-")
+    table.add_row("progress", f"{task.progress.done}/{task.progress.total} actions")
+    table.add_row("version", str(task.version))
+    table.add_row("next", task.status_text)
+    out.print(table)
+    if state.actions:
+        actions = Table("seq", "Action", "status", "attempts", "idempotency key", "error")
+        for a in state.actions:
+            actions.add_row(
+                str(a.seq), a.name, str(a.status), str(a.attempts), a.idempotency_key, a.error or ""
+            )
+        out.print(actions)
+
+
+def history_table(task_id: str, baseline: Snapshot | None, entries: list[JournalEntry]) -> Table:
+    """The journal as a timeline: version, when, by whom, why, what changed."""
+    table = Table("v", "when (UTC)", "by", "why", "what changed", title=f"History of {task_id}")
+    if baseline is not None:
+        table.add_row(
+            str(baseline.version), f"{baseline.at:%Y-%m-%d %H:%M:%S}", "-", "baseline", "(compacted)"
+        )
+    for e in entries:
+        table.add_row(
+            str(e.version), f"{e.at:%Y-%m-%d %H:%M:%S.%f}"[:-3], e.actor, e.reason, summary(e)
+        )
+    return table
+
+
+def summary(entry: JournalEntry) -> str:
+    parts = []
+    for change in entry.changes:
+        path = change["path"]
+        if path[:1] == ["task"] and len(path) == 1:
+            parts.append("created")
+            continue
+        if path[:1] == ["actions"] and len(path) <= 2:
+            if len(path) == 2:
+                parts.append(f"action {path[1]} recorded")
+            continue
+        if path[-1] in ("status_text", "updated_at", "lease_expires_at", "lease_owner"):
+            continue
+        name = ".".join(str(p) for p in path[1:])
+        if path[0] == "actions":
+            name = f"action {name}"
+        after = change.get("after", "∅")
+        if "before" in change:
+            parts.append(f"{name}: {short(change['before'])} → {short(after)}")
+        else:
+            parts.append(f"{name} = {short(after)}")
+    return "; ".join(parts)
+
+
+def short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
