@@ -49,7 +49,9 @@ DEFAULT_STORE = "sqlite:///relaystate.db"
 
 StoreOpt = Annotated[
     str | None,
-    typer.Option("--store", help="Store URL (memory://, sqlite:///path.db). Env: RELAYSTATE_STORE."),
+    typer.Option(
+        "--store", help="Store URL (memory://, sqlite:///path.db). Env: RELAYSTATE_STORE."
+    ),
 ]
 LedgerOpt = Annotated[
     str | None,
@@ -392,7 +394,11 @@ def demo_ledger(
     table = Table("idempotency key", "kind", "requests", "effects", "effect")
     for e in entries:
         table.add_row(
-            e["idempotency_key"], e["kind"], str(e["requests"]), str(e["effects"]), short(e["effect"])
+            e["idempotency_key"],
+            e["kind"],
+            str(e["requests"]),
+            str(e["effects"]),
+            short(e["effect"]),
         )
     out.print(table)
 

@@ -170,7 +170,9 @@ def describe(template: TaskTemplate, state: TaskState, step: Step) -> str:
             return f"The {what} is in stage {task.stage}: next it runs {name}."
         case RunAction(name=name, seq=seq) if seq is not None:
             row = state.action(seq)
-            return f"The {what} is in stage {task.stage}: {name} is due (attempt {row.attempts + 1})."
+            return (
+                f"The {what} is in stage {task.stage}: {name} is due (attempt {row.attempts + 1})."
+            )
         case WaitRetry(seq=seq, at=at):
             row = state.action(seq)
             return (

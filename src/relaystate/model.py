@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -238,9 +238,18 @@ class Session:
     language: str = "en"
     timezone: str = "UTC"
     active_task_ids: list[str] = field(default_factory=list)
+    ttl_seconds: int = 86_400
     created_at: datetime = field(default_factory=utcnow)
     updated_at: datetime = field(default_factory=utcnow)
     expires_at: datetime | None = None
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+    def touch(self, now: datetime) -> None:
+        """Slide the expiry: a session lives ``ttl_seconds`` past its last use."""
+        self.updated_at = now
+        self.expires_at = now + timedelta(seconds=self.ttl_seconds)
 
     def to_dict(self) -> dict[str, JSON]:
         return {
@@ -249,6 +258,7 @@ class Session:
             "language": self.language,
             "timezone": self.timezone,
             "active_task_ids": list(self.active_task_ids),
+            "ttl_seconds": self.ttl_seconds,
             "created_at": to_iso(self.created_at),
             "updated_at": to_iso(self.updated_at),
             "expires_at": to_iso(self.expires_at),
@@ -262,6 +272,7 @@ class Session:
             language=d.get("language", "en"),
             timezone=d.get("timezone", "UTC"),
             active_task_ids=list(d.get("active_task_ids", [])),
+            ttl_seconds=int(d.get("ttl_seconds", 86_400)),
             created_at=_req_iso(d["created_at"]),
             updated_at=_req_iso(d["updated_at"]),
             expires_at=from_iso(d.get("expires_at")),
@@ -377,7 +388,8 @@ class TaskState:
 
     def copy(self) -> TaskState:
         return TaskState(
-            Task.from_dict(self.task.to_dict()), [Action.from_dict(a.to_dict()) for a in self.actions]
+            Task.from_dict(self.task.to_dict()),
+            [Action.from_dict(a.to_dict()) for a in self.actions],
         )
 
     def action(self, seq: int) -> Action:

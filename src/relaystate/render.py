@@ -41,7 +41,11 @@ def history_table(task_id: str, baseline: Snapshot | None, entries: list[Journal
     table = Table("v", "when (UTC)", "by", "why", "what changed", title=f"History of {task_id}")
     if baseline is not None:
         table.add_row(
-            str(baseline.version), f"{baseline.at:%Y-%m-%d %H:%M:%S}", "-", "baseline", "(compacted)"
+            str(baseline.version),
+            f"{baseline.at:%Y-%m-%d %H:%M:%S}",
+            "-",
+            "baseline",
+            "(compacted)",
         )
     for e in entries:
         table.add_row(

@@ -38,7 +38,9 @@ class Retry:
 
     def delay(self, attempts: int, rng: random.Random | None = None) -> timedelta:
         """The wait before the next attempt, after ``attempts`` (>= 1) attempts."""
-        base = min(self.initial_interval * self.multiplier ** max(attempts - 1, 0), self.max_interval)
+        base = min(
+            self.initial_interval * self.multiplier ** max(attempts - 1, 0), self.max_interval
+        )
         if self.jitter:
             spread = base * self.jitter
             base = base - spread + (rng or random).random() * 2 * spread

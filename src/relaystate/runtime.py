@@ -139,43 +139,49 @@ class Runtime:
         *,
         language: str | None = None,
         timezone: str | None = None,
-        ttl: timedelta = DEFAULT_SESSION_TTL,
+        ttl: timedelta | None = None,
     ) -> Session:
         """Reopen a session (a new one if it is unknown or expired; tasks are unaffected)."""
-        now = self.clock()
-        session = (
-            self.store.get_session(session_id, user_id=user_id) if session_id is not None else None
-        )
-        if session is None or (session.expires_at is not None and session.expires_at <= now):
-            session = Session(
-                id=session_id or uuid.uuid4().hex,
-                user_id=user_id,
-                created_at=now,
-                active_task_ids=[],
-            )
+        session = self._live_session(session_id, user_id)
         if language:
             session.language = language
         if timezone:
             session.timezone = timezone
-        session.updated_at = now
-        session.expires_at = now + ttl
+        if ttl is not None:
+            session.ttl_seconds = max(int(ttl.total_seconds()), 1)
+        session.touch(self.clock())
         self.store.put_session(session)
+        return session
+
+    def _live_session(self, session_id: str | None, user_id: str) -> Session:
+        now = self.clock()
+        session = (
+            self.store.get_session(session_id, user_id=user_id) if session_id is not None else None
+        )
+        if session is None or session.expired(now):
+            session = Session(
+                id=session_id or uuid.uuid4().hex,
+                user_id=user_id,
+                ttl_seconds=session.ttl_seconds
+                if session
+                else int(DEFAULT_SESSION_TTL.total_seconds()),
+                created_at=now,
+            )
         return session
 
     def messages(self, session_id: str, user_id: str, *, limit: int = 50) -> list[Message]:
         return self.store.messages(session_id, user_id=user_id, limit=limit)
 
-    def _session_for(self, session_id: str | None, user_id: str) -> Callable[[TaskState], Session | None]:
+    def _session_for(
+        self, session_id: str | None, user_id: str
+    ) -> Callable[[TaskState], Session | None]:
         def touch(state: TaskState) -> Session | None:
             if session_id is None:
                 return None
-            session = self.store.get_session(session_id, user_id=user_id)
-            if session is None:
-                session = Session(id=session_id, user_id=user_id, created_at=self.clock())
+            session = self._live_session(session_id, user_id)
             if state.task.id not in session.active_task_ids:
                 session.active_task_ids = [*session.active_task_ids, state.task.id][-20:]
-            session.updated_at = self.clock()
-            session.expires_at = session.updated_at + DEFAULT_SESSION_TTL
+            session.touch(self.clock())
             return session
 
         return touch
@@ -383,7 +389,9 @@ class Runtime:
         return self.advance(task_id, None)
 
     # -- running and resuming ------------------------------------------------------------
-    def advance(self, task_id: str, user_id: str | None = None, *, max_steps: int = 200) -> TaskState:
+    def advance(
+        self, task_id: str, user_id: str | None = None, *, max_steps: int = 200
+    ) -> TaskState:
         """Run what the machine says until the task waits for someone or something."""
         state, step = self.writer.current(task_id, user_id)
         for _ in range(max_steps):
@@ -440,14 +448,19 @@ class Runtime:
         report = RecoveryReport()
         now = self.clock()
         candidates: dict[str, None] = {}
+        held: set[str] = set()
         for action in self.store.open_actions(limit=limit):
             report.examined += 1
             if self.actions.expired(action, now):
                 candidates[action.task_id] = None
             else:
                 report.skipped += 1
+                held.add(action.task_id)
+        # A task can also stop between two actions (after one committed, before the next
+        # was recorded): it is running with no open action.
         for task in self.store.list_tasks(None, statuses=[TaskStatus.RUNNING], limit=limit):
-            candidates.setdefault(task.id, None)
+            if task.id not in held:
+                candidates.setdefault(task.id, None)
         for task_id in candidates:
             try:
                 state = self.advance(task_id, None)

@@ -81,9 +81,7 @@ class TaskWriter:
         state.task.version = 1
         state.task.created_at = state.task.updated_at = now
         entry = entry_for(None, state, at=now, actor=actor, reason=reason)
-        self.store.commit(
-            Commit(state, 0, list(state.actions), entry, session, list(messages))
-        )
+        self.store.commit(Commit(state, 0, list(state.actions), entry, session, list(messages)))
         return state, step
 
     def mutate(

@@ -56,7 +56,9 @@ def flight_booking(ledger: Ledger) -> TaskTemplate:
     def order_input(task: Any, outputs: Any) -> dict[str, Any]:
         return {**task.slots, "flight": outputs["search_flights"]["chosen"]}
 
-    @booking.action(side_effect=True, idempotent=True, retry=Retry(max_attempts=3), input=order_input)
+    @booking.action(
+        side_effect=True, idempotent=True, retry=Retry(max_attempts=3), input=order_input
+    )
     def create_order(ctx: ActionContext) -> dict[str, Any]:
         return ledger.apply(ctx.idempotency_key, "order", dict(ctx.input))
 

@@ -36,6 +36,4 @@ def open_store(url: str) -> Store:
             return SQLiteStore(path, synchronous=synchronous)
         except ValueError as exc:
             raise StoreURLError(str(exc)) from None
-    raise StoreURLError(
-        f"unknown store URL {url!r}: expected memory:// or sqlite:///path.db"
-    )
+    raise StoreURLError(f"unknown store URL {url!r}: expected memory:// or sqlite:///path.db")

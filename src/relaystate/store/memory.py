@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from ..errors import DuplicateKey, VersionConflict
+from ..errors import DuplicateKey, NotFound, VersionConflict
 from ..model import (
     OPEN_ACTION_STATUSES,
     Action,
@@ -96,7 +96,9 @@ class MemoryStore(Store):
         wanted = {str(s) for s in OPEN_ACTION_STATUSES}
         with self._lock:
             rows = [Action.from_dict(a) for a in self._actions.values() if a["status"] in wanted]
-        rows.sort(key=lambda a: (a.lease_expires_at is not None, a.lease_expires_at or a.created_at))
+        rows.sort(
+            key=lambda a: (a.lease_expires_at is not None, a.lease_expires_at or a.created_at)
+        )
         return rows[:limit]
 
     def find_action(self, idempotency_key: str) -> Action | None:
@@ -134,6 +136,9 @@ class MemoryStore(Store):
 
     def put_session(self, session: Session) -> None:
         with self._lock:
+            current = self._sessions.get(session.id)
+            if current is not None and current["user_id"] != session.user_id:
+                raise NotFound(f"no session {session.id} for user {session.user_id}")
             self._sessions[session.id] = session.to_dict()
 
     def get_session(self, session_id: str, *, user_id: str | None) -> Session | None:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import DuplicateKey, SchemaTooNew, VersionConflict
+from ..errors import DuplicateKey, NotFound, SchemaTooNew, VersionConflict
 from ..model import (
     OPEN_ACTION_STATUSES,
     Action,
@@ -303,12 +303,14 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _put_session(db: sqlite3.Connection, session: Session) -> None:
-        db.execute(
+        cur = db.execute(
             "INSERT INTO sessions (id, user_id, data) VALUES (?, ?, ?)"
             " ON CONFLICT (id) DO UPDATE SET data = excluded.data"
             " WHERE sessions.user_id = excluded.user_id",
             (session.id, session.user_id, _dumps(session.to_dict())),
         )
+        if cur.rowcount != 1:
+            raise NotFound(f"no session {session.id} for user {session.user_id}")
 
     def get_session(self, session_id: str, *, user_id: str | None) -> Session | None:
         rows = self._read("SELECT user_id, data FROM sessions WHERE id = ?", (session_id,))
