@@ -102,6 +102,8 @@ def replay(
         version, at = entry.version, entry.at
     if not state:
         raise NotFound("no such point in the task's history")
+    if isinstance(upto, int) and upto > version:
+        raise NotFound(f"task {state['task']['id']} has no version {upto}; its latest is {version}")
     state["task"]["version"] = version
     state["task"]["updated_at"] = at.isoformat() if at is not None else state["task"]["created_at"]
     return TaskState.from_dict(state)
