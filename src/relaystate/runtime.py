@@ -242,14 +242,14 @@ class Runtime:
         state.task.slots = _validated(template, slots or {})
         state.task.stage = first_stage(template, state)
         touch = self._session_for(session_id, user_id)
-        state, _ = self.writer.create(
+        created = self.writer.create(
             state,
             actor=f"user:{user_id}",
             reason=f"started {type}",
             session=touch(state),
             messages=self._messages_for(session_id, user_id, messages)(state),
         )
-        return self.advance(task.id, user_id) if run else state
+        return self._drive(created, user_id)[0] if run else created[0]
 
     def fill(
         self,
@@ -282,7 +282,7 @@ class Runtime:
                 draft.task.stage = first_stage(template, draft)
             return True
 
-        state, _, _ = self.writer.mutate(
+        state, step, _ = self.writer.mutate(
             task_id,
             user_id,
             change,
@@ -291,7 +291,7 @@ class Runtime:
             session=self._session_for(session_id, user_id),
             messages=self._messages_for(session_id, user_id, messages),
         )
-        return self.advance(task_id, user_id) if run else state
+        return self._drive((state, step), user_id)[0] if run else state
 
     def confirm(
         self,
@@ -315,7 +315,7 @@ class Runtime:
                 draft.task.stage = first_stage(template, draft)
             return True
 
-        state, _, _ = self.writer.mutate(
+        state, step, _ = self.writer.mutate(
             task_id,
             user_id,
             change,
@@ -324,7 +324,7 @@ class Runtime:
             session=self._session_for(session_id, user_id),
             messages=self._messages_for(session_id, user_id, messages),
         )
-        return self.advance(task_id, user_id) if run else state
+        return self._drive((state, step), user_id)[0] if run else state
 
     def cancel(
         self,
@@ -389,11 +389,19 @@ class Runtime:
         return self.advance(task_id, None)
 
     # -- running and resuming ------------------------------------------------------------
-    def advance(
-        self, task_id: str, user_id: str | None = None, *, max_steps: int = 200
-    ) -> TaskState:
+    def advance(self, task_id: str, user_id: str | None = None) -> TaskState:
         """Run what the machine says until the task waits for someone or something."""
-        state, step = self.writer.current(task_id, user_id)
+        return self._drive(self.writer.current(task_id, user_id), user_id)[0]
+
+    def resume(self, task_id: str, user_id: str | None = None, *, run: bool = True) -> Resumption:
+        """Pick a task up where it stopped: reconcile and run what is due, then say what's next."""
+        current = self.writer.current(task_id, user_id)
+        return Resumption(*(self._drive(current, user_id) if run else current))
+
+    def _drive(
+        self, current: tuple[TaskState, Step], user_id: str | None, max_steps: int = 200
+    ) -> tuple[TaskState, Step]:
+        state, step = current
         for _ in range(max_steps):
             if isinstance(step, RunAction):
                 self._ensure_registered()
@@ -414,15 +422,8 @@ class Runtime:
                 self.sleep(max(wait, 0.0))
             else:
                 break
-            state, step = self.writer.current(task_id, user_id)
-        return self.writer.load(task_id, user_id)
-
-    def resume(self, task_id: str, user_id: str | None = None, *, run: bool = True) -> Resumption:
-        """Pick a task up where it stopped: reconcile and run what is due, then say what's next."""
-        if run:
-            self.advance(task_id, user_id)
-        state, step = self.writer.current(task_id, user_id)
-        return Resumption(state, step)
+            state, step = self.writer.current(state.task.id, user_id)
+        return state, step
 
     def task(self, task_id: str, user_id: str | None = None) -> TaskState:
         """A task and its actions (``user_id=None`` is the admin scope)."""

@@ -64,7 +64,7 @@ class TaskWriter:
     def current(self, task_id: str, user_id: str | None) -> tuple[TaskState, Step]:
         """The stored state and its next step as of now, without writing anything."""
         state = self.load(task_id, user_id)
-        step = settle(self.template(state), state, self.clock())
+        step = settle(self.template(state), state.copy(), self.clock())
         return state, step
 
     def create(
