@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from relaystate import Action, ActionKind, ActionStatus, Slot, Stage, Task, TaskState, TaskStatus
-from relaystate import TaskTemplate, all_required_slots, condition, user_confirmed
+from relaystate import (
+    Action,
+    ActionKind,
+    ActionStatus,
+    Slot,
+    Stage,
+    Task,
+    TaskState,
+    TaskStatus,
+    TaskTemplate,
+    all_required_slots,
+    condition,
+    user_confirmed,
+)
 from relaystate.machine import first_stage, settle
 from relaystate.steps import (
     AskConfirmation,

@@ -154,13 +154,30 @@ class ActionRunner:
         )
         return recorded[-1]
 
-    def _claim(self, task_id: str, seq: int) -> tuple[TaskState, Action] | None:
-        claimed: list[bool] = []
+    def _take(
+        self,
+        task_id: str,
+        seq: int,
+        edit: Callable[[TaskState, Action, datetime], bool],
+        reason: Callable[[TaskState], str],
+    ) -> tuple[TaskState, Action] | None:
+        """Commit ``edit`` on one action if it agrees to; None when someone else holds it."""
+        taken: list[bool] = []
 
         def change(draft: TaskState) -> bool:
-            claimed.clear()
-            action = draft.action(seq)
-            now = self.writer.clock()
+            taken.clear()
+            if not edit(draft, draft.action(seq), self.writer.clock()):
+                return False
+            taken.append(True)
+            return True
+
+        state, _, _ = self.writer.mutate(task_id, None, change, actor=self.actor, reason=reason)
+        return (state, state.action(seq)) if taken else None
+
+    def _claim(self, task_id: str, seq: int) -> tuple[TaskState, Action] | None:
+        """pending -> running under our lease, one more attempt; never over a live lease."""
+
+        def edit(draft: TaskState, action: Action, now: datetime) -> bool:
             if action.status != ActionStatus.PENDING:
                 return False
             if action.lease_owner not in (None, self.owner) and not self.expired(action, now):
@@ -173,19 +190,14 @@ class ActionRunner:
             action.lease_owner = self.owner
             action.lease_expires_at = self._lease_for(spec, now)
             action.next_attempt_at = None
-            claimed.append(True)
             return True
 
-        state, _, _ = self.writer.mutate(
+        return self._take(
             task_id,
-            None,
-            change,
-            actor=self.actor,
-            reason=lambda s: f"started {s.action(seq).name} (attempt {s.action(seq).attempts})",
+            seq,
+            edit,
+            lambda s: f"started {s.action(seq).name} (attempt {s.action(seq).attempts})",
         )
-        if not claimed:
-            return None
-        return state, state.action(seq)
 
     def _context(self, state: TaskState, action: Action) -> ActionContext:
         original = (
@@ -211,7 +223,7 @@ class ActionRunner:
             return _Result("permanent", error=_describe(exc))
         except (TimeoutError, OutcomeUnknown) as exc:
             return _Result("unknown", error=_describe(exc))
-        except Exception as exc:  # noqa: BLE001 - any failure of user code is recorded
+        except Exception as exc:
             if spec.safe_to_repeat:
                 return _Result("retryable", error=_describe(exc))
             # A side effect that raised may still have happened: ask before any retry.
@@ -250,7 +262,7 @@ class ActionRunner:
                 outcome = spec.check_fn(self._context(fresh, action))
                 if not isinstance(outcome, Outcome):
                     raise TypeError(f"check of {action.name} returned {outcome!r}, not Outcome")
-            except Exception as exc:  # noqa: BLE001 - a failing check leaves it unknown
+            except Exception as exc:
                 outcome = Outcome.pending(f"check failed: {_describe(exc)}")
         elif spec.safe_to_repeat:
             outcome = Outcome.not_found("safe to repeat with the same key")
@@ -294,12 +306,9 @@ class ActionRunner:
         return True
 
     def _take_for_check(self, task_id: str, seq: int) -> tuple[TaskState, Action] | None:
-        taken: list[bool] = []
+        """An expired running action becomes unknown; we hold it while we ask downstream."""
 
-        def change(draft: TaskState) -> bool:
-            taken.clear()
-            action = draft.action(seq)
-            now = self.writer.clock()
+        def edit(draft: TaskState, action: Action, now: datetime) -> bool:
             if action.status not in (ActionStatus.RUNNING, ActionStatus.UNKNOWN):
                 return False
             if action.lease_owner is not None and not self.expired(action, now):
@@ -309,19 +318,14 @@ class ActionRunner:
             action.status = ActionStatus.UNKNOWN
             action.lease_owner = self.owner
             action.lease_expires_at = now + self.lease
-            taken.append(True)
             return True
 
-        state, _, _ = self.writer.mutate(
+        return self._take(
             task_id,
-            None,
-            change,
-            actor=self.actor,
-            reason=lambda s: f"reconciling {s.action(seq).name}: {s.action(seq).error}",
+            seq,
+            edit,
+            lambda s: f"reconciling {s.action(seq).name}: {s.action(seq).error}",
         )
-        if not taken:
-            return None
-        return state, state.action(seq)
 
 
 def _settle_attempt(
@@ -377,7 +381,7 @@ def _call_with_timeout(
     def target() -> None:
         try:
             box["value"] = fn(ctx)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+        except BaseException as exc:
             box["error"] = exc
 
     thread = threading.Thread(target=target, name=f"relaystate-action-{name}", daemon=True)

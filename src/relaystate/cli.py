@@ -22,10 +22,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from .errors import RelaystateError
-from .model import OPEN_TASK_STATUSES, Action, JournalEntry, Task, TaskState, TaskStatus
+from .model import OPEN_TASK_STATUSES, Action, TaskState, TaskStatus
+from .render import history_table, print_state, short
 from .runtime import Runtime
 from .store import open_store
-from .render import history_table, print_state, short
 from .templates import TaskTemplate
 
 P = ParamSpec("P")

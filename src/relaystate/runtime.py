@@ -282,14 +282,13 @@ class Runtime:
                 draft.task.stage = first_stage(template, draft)
             return True
 
-        state, step, _ = self.writer.mutate(
+        state, step = self._user_change(
             task_id,
             user_id,
             change,
-            actor=f"user:{user_id}",
-            reason=f"filled {', '.join(slots) or 'nothing'}",
-            session=self._session_for(session_id, user_id),
-            messages=self._messages_for(session_id, user_id, messages),
+            f"filled {', '.join(slots) or 'nothing'}",
+            session_id,
+            messages,
         )
         return self._drive((state, step), user_id)[0] if run else state
 
@@ -315,14 +314,13 @@ class Runtime:
                 draft.task.stage = first_stage(template, draft)
             return True
 
-        state, step, _ = self.writer.mutate(
+        state, step = self._user_change(
             task_id,
             user_id,
             change,
-            actor=f"user:{user_id}",
-            reason="user confirmed" if yes else "user declined",
-            session=self._session_for(session_id, user_id),
-            messages=self._messages_for(session_id, user_id, messages),
+            "user confirmed" if yes else "user declined",
+            session_id,
+            messages,
         )
         return self._drive((state, step), user_id)[0] if run else state
 
@@ -348,16 +346,31 @@ class Runtime:
             draft.task.status = TaskStatus.CANCELLED
             return True
 
-        state, _, _ = self.writer.mutate(
+        state, _ = self._user_change(
+            task_id, user_id, change, "cancelled by the user", session_id, messages
+        )
+        return state
+
+    def _user_change(
+        self,
+        task_id: str,
+        user_id: str,
+        change: Callable[[TaskState], bool | None],
+        reason: str,
+        session_id: str | None,
+        messages: Sequence[MessageLike],
+    ) -> tuple[TaskState, Step]:
+        """A change a user asked for, committed with the session and messages of the turn."""
+        state, step, _ = self.writer.mutate(
             task_id,
             user_id,
             change,
             actor=f"user:{user_id}",
-            reason="cancelled by the user",
+            reason=reason,
             session=self._session_for(session_id, user_id),
             messages=self._messages_for(session_id, user_id, messages),
         )
-        return state
+        return state, step
 
     def resolve(
         self, task_id: str, seq: int, *, succeeded: bool, output: JSON = None, by: str = "operator"
@@ -465,7 +478,7 @@ class Runtime:
         for task_id in candidates:
             try:
                 state = self.advance(task_id, None)
-            except Exception as exc:  # noqa: BLE001 - one bad task must not stop recovery
+            except Exception as exc:
                 report.errors[task_id] = f"{type(exc).__name__}: {exc}"
                 outcome = "error"
             else:

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, overload
 
-from .spec import ActionFn, ActionSpec, InputFn
 from .errors import InvalidSlot, TemplateError
 from .model import Task
 from .retry import Retry
+from .spec import ActionFn, ActionSpec, InputFn
 from .steps import AskConfirmation, AskSlot, Step, WaitUser
 
 SLOT_KINDS = ("text", "choice", "date", "number")
