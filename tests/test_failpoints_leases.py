@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -60,7 +61,7 @@ def test_leases_expire_by_time_deregistration_and_death() -> None:
     assert lease_expired(sibling, later, NOW, me=me, is_stopped=lambda o: o == sibling)
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        ticks = open(f"/proc/{child.pid}/stat").read().rpartition(")")[2].split()[19]
+        ticks = Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[19]
         theirs = Owner(hostname(), child.pid, ticks, "abc").id
         assert not lease_expired(theirs, later, NOW, me=me)
         reused = Owner(hostname(), child.pid, "1", "abc").id  # same pid, another process
