@@ -8,12 +8,11 @@ so filling one slot journals that slot, not the whole task (invariant 8).
 
 from __future__ import annotations
 
-import copy
 from datetime import datetime
 from typing import Any
 
 from .errors import HistoryCompacted, NotFound
-from .model import JournalEntry, Snapshot, TaskState
+from .model import JournalEntry, Snapshot, TaskState, clone
 
 JSON = Any
 _ABSENT = object()
@@ -31,15 +30,15 @@ def diff(before: JSON, after: JSON, path: list[str] | None = None) -> list[dict[
                 continue
             b, a = before.get(key, _ABSENT), after.get(key, _ABSENT)
             if b is _ABSENT:
-                changes.append({"path": [*path, key], "after": copy.deepcopy(a)})
+                changes.append({"path": [*path, key], "after": clone(a)})
             elif a is _ABSENT:
-                changes.append({"path": [*path, key], "before": copy.deepcopy(b)})
+                changes.append({"path": [*path, key], "before": clone(b)})
             elif b != a:
                 changes.extend(diff(b, a, [*path, key]))
         return changes
     if before == after:
         return []
-    return [{"path": path, "before": copy.deepcopy(before), "after": copy.deepcopy(after)}]
+    return [{"path": path, "before": clone(before), "after": clone(after)}]
 
 
 def apply(state: dict[str, JSON], changes: list[dict[str, JSON]]) -> dict[str, JSON]:
@@ -50,33 +49,40 @@ def apply(state: dict[str, JSON], changes: list[dict[str, JSON]]) -> dict[str, J
         for key in parents:
             node = node.setdefault(key, {})
         if "after" in change:
-            node[last] = copy.deepcopy(change["after"])
+            node[last] = clone(change["after"])
         else:
             node.pop(last, None)
     return state
 
 
 def entry_for(
-    before: TaskState | None, after: TaskState, *, at: datetime, actor: str, reason: str
+    before: TaskState | dict[str, JSON] | None,
+    after: TaskState | dict[str, JSON],
+    *,
+    at: datetime,
+    actor: str,
+    reason: str,
 ) -> JournalEntry:
-    """The journal entry for one commit: the delta from ``before`` to ``after``."""
-    old = before.to_dict() if before is not None else {}
-    new = after.to_dict()
+    """The journal entry for one commit: the delta between two states (or their dicts)."""
+    if isinstance(before, TaskState):
+        before = before.to_dict()
+    if isinstance(after, TaskState):
+        after = after.to_dict()
     if before is not None:
-        # Only the actions this commit touched can differ; skip diffing the rest.
-        changes = diff(old["task"], new["task"], ["task"])
-        for seq, action in new["actions"].items():
-            prior = old["actions"].get(seq, _ABSENT)
+        changes = diff(before["task"], after["task"], ["task"])
+        for seq, action in after["actions"].items():
+            prior = before["actions"].get(seq, _ABSENT)
             if prior is _ABSENT:
-                changes.append({"path": ["actions", seq], "after": action})
+                changes.append({"path": ["actions", seq], "after": clone(action)})
             elif prior != action:
                 changes.extend(diff(prior, action, ["actions", seq]))
     else:
         changes = [
-            {"path": ["task"], "after": new["task"]},
-            {"path": ["actions"], "after": new["actions"]},
+            {"path": ["task"], "after": clone(after["task"])},
+            {"path": ["actions"], "after": clone(after["actions"])},
         ]
-    return JournalEntry(after.task.id, after.task.version, at, actor, reason, changes)
+    task = after["task"]
+    return JournalEntry(task["id"], task["version"], at, actor, reason, changes)
 
 
 def replay(
@@ -88,7 +94,7 @@ def replay(
             f"task {baseline.task_id}: history before version {baseline.version} "
             f"({baseline.at:%Y-%m-%d %H:%M}) was compacted into a baseline"
         )
-    state: dict[str, JSON] = copy.deepcopy(baseline.state) if baseline is not None else {}
+    state: dict[str, JSON] = clone(baseline.state) if baseline is not None else {}
     version = baseline.version if baseline is not None else 0
     at: datetime | None = baseline.at if baseline is not None else None
     for entry in entries:

@@ -6,7 +6,6 @@ persists the same shape and the journal can diff it field by field.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -56,6 +55,15 @@ OPEN_ACTION_STATUSES = tuple(s for s in ActionStatus if s.is_open)
 class ActionKind(StrEnum):
     STEP = "step"
     COMPENSATION = "compensation"
+
+
+def clone(value: JSON) -> JSON:
+    """A deep copy of JSON-plain data; several times cheaper than ``copy.deepcopy``."""
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    return value
 
 
 def utcnow() -> datetime:
@@ -117,11 +125,11 @@ class Task:
             "origin_session_id": self.origin_session_id,
             "stage": self.stage,
             "status": str(self.status),
-            "slots": copy.deepcopy(self.slots),
+            "slots": clone(self.slots),
             "missing_slots": list(self.missing_slots),
             "confirmed": self.confirmed,
             "goal": self.goal,
-            "context": copy.deepcopy(self.context),
+            "context": clone(self.context),
             "version": self.version,
             "schema_version": self.schema_version,
             "template_version": self.template_version,
@@ -141,11 +149,11 @@ class Task:
             origin_session_id=d.get("origin_session_id"),
             stage=d["stage"],
             status=TaskStatus(d["status"]),
-            slots=copy.deepcopy(d.get("slots", {})),
+            slots=clone(d.get("slots", {})),
             missing_slots=list(d.get("missing_slots", [])),
             confirmed=bool(d.get("confirmed", False)),
             goal=d.get("goal", ""),
-            context=copy.deepcopy(d.get("context", {})),
+            context=clone(d.get("context", {})),
             version=int(d["version"]),
             schema_version=int(d.get("schema_version", SCHEMA_VERSION)),
             template_version=int(d.get("template_version", 1)),
@@ -191,8 +199,8 @@ class Action:
             "kind": str(self.kind),
             "idempotency_key": self.idempotency_key,
             "status": str(self.status),
-            "input": copy.deepcopy(self.input),
-            "output": copy.deepcopy(self.output),
+            "input": clone(self.input),
+            "output": clone(self.output),
             "error": self.error,
             "attempts": self.attempts,
             "checks": self.checks,
@@ -215,8 +223,8 @@ class Action:
             kind=ActionKind(d.get("kind", "step")),
             idempotency_key=d["idempotency_key"],
             status=ActionStatus(d["status"]),
-            input=copy.deepcopy(d.get("input", {})),
-            output=copy.deepcopy(d.get("output")),
+            input=clone(d.get("input", {})),
+            output=clone(d.get("output")),
             error=d.get("error"),
             attempts=int(d.get("attempts", 0)),
             checks=int(d.get("checks", 0)),
@@ -337,7 +345,7 @@ class JournalEntry:
             "at": to_iso(self.at),
             "actor": self.actor,
             "reason": self.reason,
-            "changes": copy.deepcopy(self.changes),
+            "changes": clone(self.changes),
         }
 
     @classmethod
@@ -348,7 +356,7 @@ class JournalEntry:
             at=_req_iso(d["at"]),
             actor=d["actor"],
             reason=d["reason"],
-            changes=copy.deepcopy(d["changes"]),
+            changes=clone(d["changes"]),
         )
 
 
@@ -366,7 +374,7 @@ class Snapshot:
             "task_id": self.task_id,
             "version": self.version,
             "at": to_iso(self.at),
-            "state": copy.deepcopy(self.state),
+            "state": clone(self.state),
         }
 
     @classmethod
@@ -375,7 +383,7 @@ class Snapshot:
             task_id=d["task_id"],
             version=int(d["version"]),
             at=_req_iso(d["at"]),
-            state=copy.deepcopy(d["state"]),
+            state=clone(d["state"]),
         )
 
 

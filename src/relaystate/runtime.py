@@ -45,6 +45,8 @@ MessageLike = Message | tuple[str, str]
 
 DEFAULT_RETENTION = timedelta(days=7)
 DEFAULT_SESSION_TTL = timedelta(hours=24)
+SESSION_TOUCH = timedelta(seconds=60)
+"""A turn rewrites its session row only if the task is new to it or this long has passed."""
 
 
 @dataclass
@@ -154,20 +156,21 @@ class Runtime:
         return session
 
     def _live_session(self, session_id: str | None, user_id: str) -> Session:
+        """The stored session if it is still alive, else a new empty one with that id."""
         now = self.clock()
         session = (
             self.store.get_session(session_id, user_id=user_id) if session_id is not None else None
         )
-        if session is None or session.expired(now):
-            session = Session(
-                id=session_id or uuid.uuid4().hex,
-                user_id=user_id,
-                ttl_seconds=session.ttl_seconds
-                if session
-                else int(DEFAULT_SESSION_TTL.total_seconds()),
-                created_at=now,
-            )
-        return session
+        if session is not None and not session.expired(now):
+            return session
+        ttl = session.ttl_seconds if session else int(DEFAULT_SESSION_TTL.total_seconds())
+        return Session(
+            id=session_id or uuid.uuid4().hex,
+            user_id=user_id,
+            ttl_seconds=ttl,
+            created_at=now,
+            updated_at=now,
+        )
 
     def messages(self, session_id: str, user_id: str, *, limit: int = 50) -> list[Message]:
         return self.store.messages(session_id, user_id=user_id, limit=limit)
@@ -179,9 +182,13 @@ class Runtime:
             if session_id is None:
                 return None
             session = self._live_session(session_id, user_id)
-            if state.task.id not in session.active_task_ids:
+            now = self.clock()
+            known = state.task.id in session.active_task_ids
+            if known and session.created_at != now and now - session.updated_at < SESSION_TOUCH:
+                return None  # nothing new to say; spare the turn a second row write
+            if not known:
                 session.active_task_ids = [*session.active_task_ids, state.task.id][-20:]
-            session.touch(self.clock())
+            session.touch(now)
             return session
 
         return touch

@@ -16,7 +16,7 @@ from datetime import datetime
 from .errors import NotFound, SchemaTooNew, TemplateError, VersionConflict
 from .journal import entry_for
 from .machine import settle
-from .model import SCHEMA_VERSION, Message, Session, TaskState
+from .model import SCHEMA_VERSION, Message, Session, TaskState, to_iso
 from .steps import Step
 from .store.base import Commit, Store
 from .templates import TaskTemplate
@@ -80,7 +80,7 @@ class TaskWriter:
         step = settle(self.template(state), state, now)
         state.task.version = 1
         state.task.created_at = state.task.updated_at = now
-        entry = entry_for(None, state, at=now, actor=actor, reason=reason)
+        entry = entry_for(None, state.to_dict(), at=now, actor=actor, reason=reason)
         self.store.commit(Commit(state, 0, list(state.actions), entry, session, list(messages)))
         return state, step
 
@@ -100,22 +100,30 @@ class TaskWriter:
         for attempt in range(CONFLICT_ATTEMPTS):
             before = self.load(task_id, user_id)
             template = self.template(before)
-            draft = before.copy()
+            old = before.to_dict()
+            draft = TaskState.from_dict(old)
             if change(draft) is False:
-                return before, settle(template, before.copy(), self.clock()), False
+                return before, settle(template, draft, self.clock()), False
             now = self.clock()
             step = settle(template, draft, now)
-            old_actions = {a.seq: a.to_dict() for a in before.actions}
-            touched = [a for a in draft.actions if old_actions.get(a.seq) != a.to_dict()]
+            new = draft.to_dict()
+            touched = [
+                a
+                for a in draft.actions
+                if old["actions"].get(str(a.seq)) != new["actions"][str(a.seq)]
+            ]
             new_messages = list(messages(draft)) if messages is not None else []
-            if not touched and draft.task.to_dict() == before.task.to_dict() and not new_messages:
+            if not touched and new["task"] == old["task"] and not new_messages:
                 return before, step, False
+            stamp = to_iso(now)
             for action in touched:
                 action.updated_at = now
-            draft.task.version = before.task.version + 1
+                new["actions"][str(action.seq)]["updated_at"] = stamp
+            draft.task.version = new["task"]["version"] = before.task.version + 1
             draft.task.updated_at = now
+            new["task"]["updated_at"] = stamp
             text = reason(draft) if callable(reason) else reason
-            entry = entry_for(before, draft, at=now, actor=actor, reason=text)
+            entry = entry_for(old, new, at=now, actor=actor, reason=text)
             try:
                 self.store.commit(
                     Commit(
