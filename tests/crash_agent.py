@@ -8,6 +8,8 @@ The tests start it with ``sys.executable`` and kill it through failpoints
              and one when it finishes; a process killed at a failpoint prints only the first.
 ``recover``  open the store as a new process, note the open actions and their leases, run
              ``Runtime.recover()`` and print one JSON line with what it found and did.
+``resume``   ``Runtime.resume(task_id)`` (what another worker or the user's next turn does);
+             prints the task status and the next step.
 
 Every side-effecting action sends a request to the downstream ledger (its own SQLite file)
 with the action's idempotency key. How an action is declared comes from ``--decl``:
@@ -153,9 +155,7 @@ def recover(args: argparse.Namespace) -> None:
             "status": str(a.status),
             "lease_owner": a.lease_owner,
             "lease_left": (
-                None
-                if a.lease_expires_at is None
-                else (a.lease_expires_at - now).total_seconds()
+                None if a.lease_expires_at is None else (a.lease_expires_at - now).total_seconds()
             ),
         }
         for a in rt.store.open_actions()
@@ -176,9 +176,22 @@ def recover(args: argparse.Namespace) -> None:
     rt.close()
 
 
+def resume(args: argparse.Namespace) -> None:
+    rt = _runtime(args)
+    began = time.monotonic()
+    resumption = rt.resume(args.task_id)
+    _emit(
+        owner=rt.owner,
+        elapsed=time.monotonic() - began,
+        status=str(resumption.task.status),
+        step=type(resumption.step).__name__,
+    )
+    rt.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["run", "recover"])
+    parser.add_argument("command", choices=["run", "recover", "resume"])
     parser.add_argument("--store", required=True, help="store URL, e.g. sqlite:////tmp/x.db")
     parser.add_argument("--ledger", required=True, help="path of the downstream ledger file")
     parser.add_argument("--decl", choices=sorted(DECLARATIONS), default="idem_check")
@@ -186,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--task-id", default="task-1")
     parser.add_argument("--lease", type=float, default=300.0, help="lease length in seconds")
     args = parser.parse_args(argv)
-    {"run": run, "recover": recover}[args.command](args)
+    {"run": run, "recover": recover, "resume": resume}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -257,6 +257,7 @@ class ActionRunner:
             return False
         fresh, action = taken
         spec = self.spec_for(fresh, action.name, action.kind)
+        outcome: Outcome | None
         if spec.check_fn is not None:
             try:
                 outcome = spec.check_fn(self._context(fresh, action))
@@ -266,8 +267,8 @@ class ActionRunner:
                 outcome = Outcome.pending(f"check failed: {_describe(exc)}")
         elif spec.safe_to_repeat:
             outcome = Outcome.not_found("safe to repeat with the same key")
-        else:  # the machine never asks for this; be safe if it ever does
-            outcome = Outcome.pending("cannot be checked")
+        else:  # nothing can tell what happened: leave it unknown, the machine asks a person
+            outcome = None
 
         def change(draft: TaskState) -> bool:
             row = draft.action(seq)
@@ -275,7 +276,9 @@ class ActionRunner:
                 return False
             now = self.writer.clock()
             row.lease_owner = row.lease_expires_at = None
-            if outcome.state == "succeeded":
+            if outcome is None:
+                pass
+            elif outcome.state == "succeeded":
                 _settle_attempt(draft, row, spec, _Result("success", outcome.output), now)
             elif outcome.state == "pending":
                 row.checks += 1
@@ -300,8 +303,12 @@ class ActionRunner:
             None,
             change,
             actor=self.actor,
-            reason=f"reconciled {action.name}: {outcome.state}"
-            + (f" ({outcome.reason})" if outcome.reason else ""),
+            reason=(
+                f"{action.name}: outcome unknown; it can neither be checked nor safely repeated"
+                if outcome is None
+                else f"reconciled {action.name}: {outcome.state}"
+                + (f" ({outcome.reason})" if outcome.reason else "")
+            ),
         )
         return True
 

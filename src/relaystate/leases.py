@@ -16,16 +16,21 @@ from datetime import datetime
 from functools import cache
 
 
-def _start_ticks(pid: int) -> str | None:
-    """The process start time in clock ticks since boot (Linux), or None if unknown."""
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` from field 3 (state) on (Linux), or None."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
             stat = f.read()
     except OSError:
         return None
     # comm (field 2) may contain spaces; fields after the closing parenthesis are fixed.
-    fields = stat.rpartition(")")[2].split()
-    return fields[19] if len(fields) > 19 else None
+    return stat.rpartition(")")[2].split()
+
+
+def _start_ticks(pid: int) -> str | None:
+    """The process start time in clock ticks since boot (Linux), or None if unknown."""
+    fields = _stat(pid)
+    return fields[19] if fields is not None and len(fields) > 19 else None
 
 
 @cache
@@ -65,7 +70,10 @@ def process_alive(owner: Owner) -> bool:
         return False
     except PermissionError:
         return True
-    ticks = _start_ticks(owner.pid)
+    fields = _stat(owner.pid)
+    if fields and fields[0] in ("Z", "X"):
+        return False  # it has exited; only its parent has not reaped it yet (a zombie)
+    ticks = fields[19] if fields is not None and len(fields) > 19 else None
     return ticks is None or owner.start == "0" or ticks == owner.start
 
 
