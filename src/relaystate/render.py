@@ -38,20 +38,32 @@ def print_state(out: Console, state: TaskState, title: str | None = None) -> Non
 
 def history_table(task_id: str, baseline: Snapshot | None, entries: list[JournalEntry]) -> Table:
     """The journal as a timeline: version, when, by whom, why, what changed."""
-    table = Table("v", "when (UTC)", "by", "why", "what changed", title=f"History of {task_id}")
+    first = baseline.at if baseline is not None else entries[0].at if entries else None
+    since = f" since {first:%Y-%m-%d}" if first is not None else ""
+    table = Table(title=f"History of {task_id}{since} (UTC)")
+    for column in ("v", "when", "by"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("why")
+    table.add_column("what changed")
     if baseline is not None:
-        table.add_row(
-            str(baseline.version),
-            f"{baseline.at:%Y-%m-%d %H:%M:%S}",
-            "-",
-            "baseline",
-            "(compacted)",
-        )
+        table.add_row(str(baseline.version), f"{baseline.at:%H:%M:%S}", "-", "baseline", "")
     for e in entries:
-        table.add_row(
-            str(e.version), f"{e.at:%Y-%m-%d %H:%M:%S.%f}"[:-3], e.actor, e.reason, summary(e)
+        when = (
+            f"{e.at:%H:%M:%S.%f}"[:-3]
+            if first is None or e.at.date() == first.date()
+            else f"{e.at:%m-%d %H:%M}"
         )
+        table.add_row(str(e.version), when, actor_label(e.actor), e.reason, summary(e))
     return table
+
+
+def actor_label(actor: str) -> str:
+    """``worker:host/pid/start/nonce`` reads as ``worker 1234``; users stay as they are."""
+    kind, _, who = actor.partition(":")
+    parts = who.split("/")
+    if kind == "worker" and len(parts) == 4 and parts[1].isdigit():
+        return f"worker {parts[1]}"
+    return actor
 
 
 def summary(entry: JournalEntry) -> str:
