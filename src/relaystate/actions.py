@@ -22,6 +22,7 @@ from typing import Any
 from . import failpoints
 from .keys import idempotency_key
 from .leases import lease_expired
+from .machine import settle
 from .model import Action, ActionKind, ActionStatus, TaskState
 from .spec import ActionContext, ActionSpec, Outcome, OutcomeUnknown, PermanentError
 from .steps import RunAction
@@ -85,8 +86,11 @@ class ActionRunner:
         seq = step.seq
         if seq is None:
             failpoints.hit("before_record", step.name)
-            seq = self._record(state, step, spec)
+            recorded = self._record(state, step, spec)
             failpoints.hit("after_record", step.name)
+            if recorded is None:
+                return True  # the task moved on meanwhile: look again at what is due now
+            seq = recorded
         claimed = self._claim(state.task.id, seq)
         if claimed is None:
             return False
@@ -98,10 +102,12 @@ class ActionRunner:
         failpoints.hit("after_commit", action.name)
         return True
 
-    def _record(self, state: TaskState, step: RunAction, spec: ActionSpec) -> int:
+    def _record(self, state: TaskState, step: RunAction, spec: ActionSpec) -> int | None:
+        """Record the action as pending; None if, on fresh state, it is no longer due."""
         recorded: list[int] = []
 
         def change(draft: TaskState) -> bool:
+            recorded.clear()  # a retry after a version conflict starts over
             existing = next(
                 (
                     a
@@ -117,6 +123,11 @@ class ActionRunner:
                 recorded.append(existing.seq)
                 return False
             now = self.writer.clock()
+            # ``step`` was computed from state read before this write; if the task changed
+            # since (declined, slots changed, cancelled), the action may no longer be due.
+            due = settle(self.writer.template(draft), draft.copy(), now)
+            if due != RunAction(step.stage, step.name, step.kind, step.compensates):
+                return False
             seq = draft.next_seq()
             outputs = _outputs(draft)
             if step.compensates is not None:
@@ -152,7 +163,7 @@ class ActionRunner:
             actor=self.actor,
             reason=f"recorded {step.name} (pending)",
         )
-        return recorded[-1]
+        return recorded[-1] if recorded else None
 
     def _take(
         self,
