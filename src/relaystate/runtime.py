@@ -8,6 +8,7 @@ through the action protocol. Nothing here reads chat history to decide what to d
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 import uuid
@@ -19,7 +20,7 @@ from typing import Any
 from . import journal
 from .actions import ActionRunner
 from .errors import InvalidSlot, NotFound, TaskLocked, TemplateError
-from .leases import Owner, hostname
+from .leases import Owner, hostname, lease_expired
 from .machine import first_stage
 from .model import (
     OPEN_TASK_STATUSES,
@@ -470,9 +471,19 @@ class Runtime:
         now = self.clock()
         candidates: dict[str, None] = {}
         held: set[str] = set()
-        for action in self.store.open_actions(limit=limit):
+        actions = self.store.open_actions(limit=limit)
+        # One look per holder, not per action: thousands of actions share a few holders.
+        holders = {a.lease_owner for a in actions if a.lease_owner is not None}
+        stopped = self.store.stopped_workers(holders)
+        gone = functools.cache(
+            lambda owner: lease_expired(
+                owner, None, now, me=self.owner, is_stopped=stopped.__contains__
+            )
+        )
+        for action in actions:
             report.examined += 1
-            if self.actions.expired(action, now):
+            timed_out = action.lease_expires_at is not None and action.lease_expires_at <= now
+            if action.lease_owner is None or timed_out or gone(action.lease_owner):
                 candidates[action.task_id] = None
             else:
                 report.skipped += 1
