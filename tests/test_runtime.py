@@ -1,4 +1,4 @@
-"""The runtime end to end on every embedded store: turns, actions, recovery, journal."""
+"""The runtime end to end on every durable store: turns, actions, recovery, journal."""
 
 from __future__ import annotations
 
@@ -39,8 +39,10 @@ class Crash(BaseException):
     """Stands for the process dying inside an action (escapes every except Exception)."""
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
     return "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/rt.db"
 
 

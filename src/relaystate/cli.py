@@ -25,7 +25,7 @@ from .errors import RelaystateError
 from .model import OPEN_TASK_STATUSES, Action, TaskState, TaskStatus
 from .render import history_table, print_state, short
 from .runtime import Runtime
-from .store import open_store
+from .store import Store, open_store
 from .templates import TaskTemplate
 
 P = ParamSpec("P")
@@ -51,6 +51,12 @@ StoreOpt = Annotated[
     str | None,
     typer.Option(
         "--store", help="Store URL (memory://, sqlite:///path.db). Env: RELAYSTATE_STORE."
+    ),
+]
+CacheOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cache", help="Session cache URL (redis://host:port/db). Env: RELAYSTATE_CACHE."
     ),
 ]
 LedgerOpt = Annotated[
@@ -127,9 +133,19 @@ def load_templates(app_ref: str | None, store_url: str, ledger: str | None) -> l
     return list(found) if isinstance(found, Iterable) else [found]
 
 
-def _runtime(store: str | None, ledger: str | None = None, app_ref: str | None = None) -> Runtime:
+def _runtime(
+    store: str | None,
+    ledger: str | None = None,
+    app_ref: str | None = None,
+    cache: str | None = None,
+) -> Runtime:
     url = _store_url(store)
-    return Runtime(open_store(url), load_templates(app_ref, url, ledger), build="cli")
+    templates = load_templates(app_ref, url, ledger)
+    return Runtime(open_store(url, cache=_cache_url(cache)), templates, build="cli")
+
+
+def _cache_url(cache: str | None) -> str | None:
+    return cache or os.environ.get("RELAYSTATE_CACHE") or None
 
 
 def _emit_json(value: Any) -> None:
@@ -176,10 +192,11 @@ def tasks_list(
     ] = "open",
     limit: Annotated[int, typer.Option(min=1, max=10_000)] = 100,
     store: StoreOpt = None,
+    cache: CacheOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List a user's Tasks (open ones by default), from any session or device."""
-    store_obj = open_store(_store_url(store))
+    store_obj = open_store(_store_url(store), cache=_cache_url(cache))
     tasks = store_obj.list_tasks(user, statuses=_statuses(status), limit=limit)
     if as_json:
         _emit_json([t.to_dict() for t in tasks])
@@ -207,12 +224,13 @@ def tasks_show(
         str | None, typer.Option("--at", help="Show it as it was at a version or ISO time.")
     ] = None,
     store: StoreOpt = None,
+    cache: CacheOpt = None,
     ledger: LedgerOpt = None,
     app_ref: AppOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show a Task: stage, status, slots, progress and its Actions."""
-    runtime = _runtime(store, ledger, app_ref)
+    runtime = _runtime(store, ledger, app_ref, cache)
     state = runtime.task(task_id, user) if at is None else runtime.replay(task_id, _point(at), user)
     if as_json:
         _emit_json(_state_json(state))
@@ -238,12 +256,13 @@ def tasks_history(
     task_id: str,
     user: UserOpt = None,
     store: StoreOpt = None,
+    cache: CacheOpt = None,
     ledger: LedgerOpt = None,
     app_ref: AppOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The Task's journal as a timeline: what changed, why, by whom, when."""
-    runtime = _runtime(store, ledger, app_ref)
+    runtime = _runtime(store, ledger, app_ref, cache)
     baseline, entries = runtime.history(task_id, user)
     if as_json:
         _emit_json(
@@ -262,12 +281,13 @@ def tasks_resume(
     task_id: str,
     user: UserOpt = None,
     store: StoreOpt = None,
+    cache: CacheOpt = None,
     ledger: LedgerOpt = None,
     app_ref: AppOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Resume a Task from its stored state: reconcile, run what is due, say what's next."""
-    runtime = _runtime(store, ledger, app_ref)
+    runtime = _runtime(store, ledger, app_ref, cache)
     try:
         result = runtime.resume(task_id, user)
     finally:
@@ -288,12 +308,13 @@ def tasks_resolve(
         typer.Option("--succeeded/--failed", help="Did the Action take effect downstream?"),
     ],
     store: StoreOpt = None,
+    cache: CacheOpt = None,
     ledger: LedgerOpt = None,
     app_ref: AppOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Settle an Action that needs attention, after checking the downstream by hand."""
-    runtime = _runtime(store, ledger, app_ref)
+    runtime = _runtime(store, ledger, app_ref, cache)
     state = runtime.resolve(task_id, seq, succeeded=succeeded, by="cli")
     if as_json:
         _emit_json(_state_json(state))
@@ -305,12 +326,13 @@ def tasks_resolve(
 @friendly
 def recover(
     store: StoreOpt = None,
+    cache: CacheOpt = None,
     ledger: LedgerOpt = None,
     app_ref: AppOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Reconcile Actions whose lease expired (or whose process died) and continue their Tasks."""
-    runtime = _runtime(store, ledger, app_ref)
+    runtime = _runtime(store, ledger, app_ref, cache)
     try:
         if as_json:
             report = runtime.recover()
@@ -325,6 +347,7 @@ def recover(
     data = {
         "examined_actions": report.examined,
         "live_leases_skipped": report.skipped,
+        "claimed_by_another_recoverer": report.claimed_elsewhere,
         "resumed": report.outcomes,
         "errors": report.errors,
     }
@@ -332,7 +355,8 @@ def recover(
         _emit_json(data)
         return
     out.print(
-        f"Examined {report.examined} open Actions ({report.skipped} under a live lease); "
+        f"Examined {report.examined} open Actions ({report.skipped} under a live lease, "
+        f"{report.claimed_elsewhere} Tasks taken by another recoverer); "
         f"resumed {len(report.resumed)} Tasks, {len(report.errors)} errors."
     )
     for task_id, outcome in report.outcomes.items():
@@ -346,6 +370,7 @@ def recover(
 def compact(
     retention_days: Annotated[float, typer.Option(min=0)] = 7.0,
     store: StoreOpt = None,
+    cache: CacheOpt = None,
     ledger: LedgerOpt = None,
     app_ref: AppOpt = None,
     as_json: JsonOpt = False,
@@ -353,7 +378,7 @@ def compact(
     """Fold journal entries older than the retention into baselines (replay still works)."""
     from datetime import timedelta
 
-    runtime = _runtime(store, ledger, app_ref)
+    runtime = _runtime(store, ledger, app_ref, cache)
     folded = runtime.compact(retention=timedelta(days=retention_days))
     if as_json:
         _emit_json({"folded_entries": folded})
@@ -401,6 +426,84 @@ def demo_ledger(
             short(e["effect"]),
         )
     out.print(table)
+
+
+# -- db: the database schema --------------------------------------------------------------
+db_app = typer.Typer(
+    help="The store's database schema: its version and upgrades.", no_args_is_help=True
+)
+app.add_typer(db_app, name="db")
+
+
+def _schema_store(store: str | None) -> tuple[str, Store]:
+    """The store, opened without upgrading its schema (these commands do that themselves)."""
+    url = _store_url(store)
+    return url, open_store(url, migrate=False)
+
+
+def _no_schema(url: str) -> ValueError:
+    return ValueError(f"{url} keeps no database schema: nothing to migrate")
+
+
+@db_app.command("status")
+@friendly
+def db_status(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
+    """The schema version of the store's database, the latest one, and the steps between."""
+    url, store_obj = _schema_store(store)
+    try:
+        status = store_obj.schema_status()
+    finally:
+        store_obj.close()
+    if status is None:
+        raise _no_schema(url)
+    if as_json:
+        _emit_json(status.to_dict())
+        return
+    if status.too_new:
+        out.print(
+            f"Schema version {status.current} is newer than this relaystate knows "
+            f"({status.latest}): upgrade relaystate before using this database.",
+            style="red",
+        )
+    elif status.up_to_date:
+        out.print(f"Schema version {status.current}: up to date.")
+    else:
+        out.print(f"Schema version {status.current} of {status.latest}; pending:")
+        for step in status.pending:
+            out.print(f"  {step.label}")
+        out.print("Run `relaystate db upgrade` (or open the store) to apply them.")
+
+
+@db_app.command("upgrade")
+@friendly
+def db_upgrade(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
+    """Apply pending schema migrations, in order, each in its own transaction."""
+    url, store_obj = _schema_store(store)
+    try:
+        before = store_obj.schema_status()
+        applied = store_obj.upgrade_schema()
+        after = store_obj.schema_status()
+    finally:
+        store_obj.close()
+    if before is None or after is None:
+        raise _no_schema(url)
+    if as_json:
+        _emit_json(
+            {
+                "backend": after.backend,
+                "from": before.current,
+                "to": after.current,
+                "latest": after.latest,
+                "applied": [s.to_dict() for s in applied],
+            }
+        )
+        return
+    for step in applied:
+        out.print(f"Applied {step.label}.")
+    if applied:
+        out.print(f"Schema upgraded from version {before.current} to {after.current}.")
+    else:
+        out.print(f"Schema version {after.current}: already up to date.")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -53,3 +53,7 @@ class HistoryCompacted(RelaystateError):
 
 class StoreURLError(RelaystateError):
     """A store URL that no backend understands."""
+
+
+class StoreUnavailable(RelaystateError):
+    """The database a store URL names cannot be reached (down, refused, bad credentials)."""

@@ -46,6 +46,7 @@ MessageLike = Message | tuple[str, str]
 
 DEFAULT_RETENTION = timedelta(days=7)
 DEFAULT_SESSION_TTL = timedelta(hours=24)
+RECOVERY_BATCH = 100
 SESSION_TOUCH = timedelta(seconds=60)
 """A turn rewrites its session row only if the task is new to it or this long has passed."""
 
@@ -69,6 +70,9 @@ class RecoveryReport:
     examined: int = 0
     resumed: list[str] = field(default_factory=list)
     skipped: int = 0
+    """Open actions left alone because their lease is alive."""
+    claimed_elsewhere: int = 0
+    """Tasks another recoverer was already working on."""
     errors: dict[str, str] = field(default_factory=dict)
     outcomes: dict[str, str] = field(default_factory=dict)
 
@@ -493,19 +497,37 @@ class Runtime:
         for task in self.store.list_tasks(None, statuses=[TaskStatus.RUNNING], limit=limit):
             if task.id not in held:
                 candidates.setdefault(task.id, None)
-        for task_id in candidates:
-            try:
-                state = self.advance(task_id, None)
-            except Exception as exc:
-                report.errors[task_id] = f"{type(exc).__name__}: {exc}"
-                outcome = "error"
-            else:
-                report.resumed.append(task_id)
-                outcome = str(state.task.status)
-                report.outcomes[task_id] = outcome
-            if on_task is not None:
-                on_task(task_id, outcome)
+        ids = list(candidates)
+        try:
+            for start in range(0, len(ids), RECOVERY_BATCH):
+                # Claim a batch first: a concurrent recoverer takes other tasks meanwhile.
+                batch = self.store.claim_for_recovery(
+                    ids[start : start + RECOVERY_BATCH],
+                    self.owner,
+                    until=self.clock() + self.actions.lease,
+                    now=self.clock(),
+                )
+                report.claimed_elsewhere += min(RECOVERY_BATCH, len(ids) - start) - len(batch)
+                for task_id in batch:
+                    self._recover_one(task_id, report, on_task)
+        finally:
+            self.store.release_recovery(self.owner)
         return report
+
+    def _recover_one(
+        self, task_id: str, report: RecoveryReport, on_task: Callable[[str, str], None] | None
+    ) -> None:
+        try:
+            state = self.advance(task_id, None)
+        except Exception as exc:
+            report.errors[task_id] = f"{type(exc).__name__}: {exc}"
+            outcome = "error"
+        else:
+            report.resumed.append(task_id)
+            outcome = str(state.task.status)
+            report.outcomes[task_id] = outcome
+        if on_task is not None:
+            on_task(task_id, outcome)
 
     # -- journal -------------------------------------------------------------------------
     def history(

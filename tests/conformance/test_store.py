@@ -232,3 +232,17 @@ def test_workers_register_and_deregister(store: Store) -> None:
     store.deregister_worker("w1", T0)
     assert store.stopped_workers(["w1", "w2", "w3"]) == frozenset({"w1"})
     assert store.stopped_workers([]) == frozenset()
+
+
+def test_recovery_claims_split_work_and_expire(store: Store) -> None:
+    for i in range(4):
+        create(store, new_task(f"t{i}"))
+    later = T0 + timedelta(minutes=1)
+    ids = ["t0", "t1", "t2", "t3"]
+    assert store.claim_for_recovery(ids[:2], "a", until=later, now=T0) == ["t0", "t1"]
+    assert store.claim_for_recovery(ids, "b", until=later, now=T0) == ["t2", "t3"]
+    assert store.claim_for_recovery(ids, "a", until=later, now=T0) == ["t0", "t1"]  # mine again
+    assert store.claim_for_recovery(ids, "c", until=later, now=later) == ids  # all expired
+    store.release_recovery("c")
+    assert store.claim_for_recovery(ids, "b", until=later, now=T0) == ids
+    assert store.claim_for_recovery([], "b", until=later, now=T0) == []

@@ -12,11 +12,30 @@ from .sqlite import SQLiteStore
 __all__ = ["Commit", "MemoryStore", "SQLiteStore", "Store", "open_store"]
 
 
-def open_store(url: str) -> Store:
-    """Open ``memory://`` or ``sqlite:///relative.db`` / ``sqlite:////absolute.db``.
+def open_store(url: str, *, cache: str | None = None, migrate: bool = True) -> Store:
+    """Open a store by URL, optionally with a session cache in front of it.
 
-    SQLite accepts ``?synchronous=normal`` to trade power-cut durability for speed.
+    ``memory://``; ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (with
+    ``?synchronous=normal`` to trade power-cut durability for speed); ``postgresql://...``.
+    ``cache`` is a ``redis://`` URL: hot sessions and recent messages with a TTL.
+    SQL stores apply pending schema migrations on open unless ``migrate`` is false.
     """
+    store = _durable(url, migrate=migrate)
+    if not cache:
+        return store
+    if urlsplit(cache).scheme not in ("redis", "rediss"):
+        store.close()
+        raise StoreURLError(f"unknown cache URL {cache!r}: expected redis://host:port/db")
+    from .redis import RedisSessionCache
+
+    try:
+        return RedisSessionCache(store, cache)
+    except BaseException:
+        store.close()
+        raise
+
+
+def _durable(url: str, *, migrate: bool = True) -> Store:
     parts = urlsplit(url)
     if parts.scheme == "memory":
         return MemoryStore(url)
@@ -33,7 +52,19 @@ def open_store(url: str) -> Store:
             raise StoreURLError(f"unknown SQLite store option(s): {', '.join(sorted(unknown))}")
         synchronous = options.get("synchronous", ["full"])[-1]
         try:
-            return SQLiteStore(path, synchronous=synchronous)
+            return SQLiteStore(path, synchronous=synchronous, migrate=migrate)
         except ValueError as exc:
             raise StoreURLError(str(exc)) from None
-    raise StoreURLError(f"unknown store URL {url!r}: expected memory:// or sqlite:///path.db")
+    if parts.scheme in ("postgresql", "postgres"):
+        try:
+            from .postgres import PostgresStore
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("psycopg", "psycopg_pool"):
+                raise
+            raise StoreURLError(
+                f"PostgreSQL stores need {exc.name}: pip install 'relaystate[postgres]'"
+            ) from None
+        return PostgresStore(url, migrate=migrate)
+    raise StoreURLError(
+        f"unknown store URL {url!r}: expected memory://, sqlite:///path.db or postgresql://..."
+    )

@@ -1,4 +1,4 @@
-"""The one store interface every backend implements (memory, SQLite; PostgreSQL and Redis later).
+"""The one store interface every backend implements (memory, SQLite, PostgreSQL; a Redis cache).
 
 The write path is a single method, :meth:`Store.commit`: the task (conditional on its
 version), the actions it touched, its journal entry, then the session and messages, all in
@@ -24,6 +24,7 @@ from ..model import (
     TaskStatus,
     WorkerInfo,
 )
+from .migrations import SchemaStatus, Step
 
 
 @dataclass
@@ -106,6 +107,22 @@ class Store(ABC):
     def tasks_with_entries_before(self, cutoff: datetime, *, limit: int = 1000) -> list[str]:
         """Ids of tasks that have journal entries older than ``cutoff`` (to compact)."""
 
+    @abstractmethod
+    def claim_for_recovery(
+        self, task_ids: Sequence[str], owner: str, *, until: datetime, now: datetime
+    ) -> list[str]:
+        """Take these tasks for one recovery pass; returns those taken.
+
+        A task another recoverer holds (its claim not yet past ``until``) is skipped, so two
+        processes recovering at once split the work instead of racing for every task.
+        Claims are coordination only, not task state: the task itself is still changed
+        through version-checked commits.
+        """
+
+    @abstractmethod
+    def release_recovery(self, owner: str) -> None:
+        """Drop the claims of one recoverer (at the end of its pass)."""
+
     # -- sessions and messages ---------------------------------------------------------
     @abstractmethod
     def put_session(self, session: Session) -> None:
@@ -135,6 +152,16 @@ class Store(ABC):
     @abstractmethod
     def stopped_workers(self, worker_ids: Iterable[str]) -> frozenset[str]:
         """Which of these workers have deregistered."""
+
+    # -- schema ---------------------------------------------------------------------
+    def schema_status(self) -> SchemaStatus | None:
+        """The database schema's applied and latest versions; None for a backend without
+        versioned migrations (memory). Opening a store normally upgrades it already."""
+        return None
+
+    def upgrade_schema(self) -> list[Step]:
+        """Apply pending schema migrations; returns the steps this call applied."""
+        return []
 
     def close(self) -> None:  # noqa: B027 - optional for backends without resources
         """Release connections."""

@@ -38,6 +38,7 @@ class MemoryStore(Store):
         self._messages: dict[str, list[dict[str, object]]] = {}
         self._workers: dict[str, tuple[WorkerInfo, datetime | None]] = {}
         self._message_id = 0
+        self._claims: dict[str, tuple[str, datetime]] = {}
 
     def commit(self, commit: Commit) -> None:
         task = commit.task
@@ -133,6 +134,22 @@ class MemoryStore(Store):
                 if any(JournalEntry.from_dict(e).at < cutoff for e in entries[:1])
             ]
         return sorted(ids)[:limit]
+
+    def claim_for_recovery(
+        self, task_ids: Sequence[str], owner: str, *, until: datetime, now: datetime
+    ) -> list[str]:
+        taken = []
+        with self._lock:
+            for task_id in task_ids:
+                held = self._claims.get(task_id)
+                if held is None or held[0] == owner or held[1] <= now:
+                    self._claims[task_id] = (owner, until)
+                    taken.append(task_id)
+        return taken
+
+    def release_recovery(self, owner: str) -> None:
+        with self._lock:
+            self._claims = {k: v for k, v in self._claims.items() if v[0] != owner}
 
     def put_session(self, session: Session) -> None:
         with self._lock:

@@ -3,7 +3,8 @@
 ``synchronous=FULL`` by default so that a committed turn survives a power cut; pass
 ``?synchronous=normal`` in the URL to trade that for speed. Every write takes the database
 lock up front (``BEGIN IMMEDIATE``) so concurrent processes queue instead of failing
-half-way; optimistic locking on the task version decides who wins.
+half-way; optimistic locking on the task version decides who wins. The schema comes from
+the versioned steps in ``migrations/sqlite/``, applied on open.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import DuplicateKey, NotFound, SchemaTooNew, VersionConflict
+from ..errors import DuplicateKey, NotFound, VersionConflict
 from ..model import (
     OPEN_ACTION_STATUSES,
     Action,
@@ -29,70 +31,8 @@ from ..model import (
     WorkerInfo,
     to_iso,
 )
+from . import migrations
 from .base import Commit, Store
-
-DB_SCHEMA_VERSION = 1
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tasks (
-    id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL,
-    type TEXT NOT NULL,
-    status TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    updated_at TEXT NOT NULL,
-    data TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tasks_by_user ON tasks (user_id, status);
-CREATE TABLE IF NOT EXISTS actions (
-    id TEXT PRIMARY KEY,
-    task_id TEXT NOT NULL REFERENCES tasks (id),
-    seq INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    idempotency_key TEXT NOT NULL UNIQUE,
-    lease_expires_at TEXT,
-    data TEXT NOT NULL,
-    UNIQUE (task_id, seq)
-);
-CREATE INDEX IF NOT EXISTS open_actions ON actions (lease_expires_at)
-    WHERE status IN ('pending', 'running', 'unknown');
-CREATE TABLE IF NOT EXISTS journal (
-    task_id TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    at TEXT NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (task_id, version)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS baselines (
-    task_id TEXT PRIMARY KEY,
-    version INTEGER NOT NULL,
-    at TEXT NOT NULL,
-    data TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL,
-    data TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS messages (
-    session_id TEXT NOT NULL,
-    id INTEGER NOT NULL,
-    user_id TEXT NOT NULL,
-    role TEXT NOT NULL,
-    text TEXT NOT NULL,
-    task_id TEXT,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (session_id, id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS workers (
-    id TEXT PRIMARY KEY,
-    host TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    build TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    stopped_at TEXT
-);
-"""
 
 
 def _dumps(value: object) -> str:
@@ -100,7 +40,9 @@ def _dumps(value: object) -> str:
 
 
 class SQLiteStore(Store):
-    def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
+    def __init__(
+        self, path: str | Path, *, synchronous: str = "FULL", migrate: bool = True
+    ) -> None:
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise ValueError("synchronous must be FULL, NORMAL or EXTRA")
         self.path = Path(path)
@@ -112,26 +54,36 @@ class SQLiteStore(Store):
             str(self.path), isolation_level=None, check_same_thread=False, timeout=60
         )
         self._db.execute("PRAGMA busy_timeout = 60000")
-        self._db.execute("PRAGMA journal_mode = WAL")
+        self._use_wal()
         self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-        self._ensure_schema()
+        self._schema = _Schema(self)
+        if migrate:
+            try:
+                self.upgrade_schema()
+            except BaseException:
+                self._db.close()
+                raise
 
-    def _ensure_schema(self) -> None:
-        with self._tx():
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    self._db.execute(statement)
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if row is None:
-                self._db.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
-                    (str(DB_SCHEMA_VERSION),),
-                )
-            elif int(row[0]) > DB_SCHEMA_VERSION:
-                raise SchemaTooNew(
-                    f"{self.path} has database schema {row[0]}, newer than this relaystate "
-                    f"understands ({DB_SCHEMA_VERSION}); upgrade relaystate"
-                )
+    def _use_wal(self) -> None:
+        """Switch the file to WAL. Processes opening a new file at once race for this, and
+        SQLite answers "locked" at once instead of waiting (busy_timeout does not apply)."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
+
+    def schema_status(self) -> migrations.SchemaStatus:
+        with self._lock:
+            return migrations.status(self._schema)
+
+    def upgrade_schema(self) -> list[migrations.Step]:
+        with self._lock:
+            return migrations.upgrade(self._schema)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -298,6 +250,29 @@ class SQLiteStore(Store):
         )
         return [str(r[0]) for r in rows]
 
+    def claim_for_recovery(
+        self, task_ids: Sequence[str], owner: str, *, until: datetime, now: datetime
+    ) -> list[str]:
+        # BEGIN IMMEDIATE already serialises claimers; a live claim of another is kept.
+        taken = []
+        with self._tx() as db:
+            for task_id in task_ids:
+                row = db.execute(
+                    "INSERT INTO recovery_claims (task_id, owner, until) VALUES (?, ?, ?)"
+                    " ON CONFLICT (task_id) DO UPDATE SET owner = excluded.owner,"
+                    " until = excluded.until"
+                    " WHERE recovery_claims.until <= ? OR recovery_claims.owner = excluded.owner"
+                    " RETURNING task_id",
+                    (task_id, owner, to_iso(until), to_iso(now)),
+                ).fetchone()
+                if row is not None:
+                    taken.append(str(row[0]))
+        return taken
+
+    def release_recovery(self, owner: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM recovery_claims WHERE owner = ?", (owner,))
+
     # -- sessions and messages ---------------------------------------------------------
     def put_session(self, session: Session) -> None:
         with self._tx() as db:
@@ -376,3 +351,63 @@ class SQLiteStore(Store):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+class _Schema:
+    """The migration runner's view of a SQLite store's connection."""
+
+    backend = "sqlite"
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._store = store
+        self.where = str(store.path)
+
+    def applied_version(self) -> int:
+        db = self._store._db
+        if db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone():
+            row = db.execute(_READ_VERSION).fetchone()
+            return 0 if row is None else int(row[0])
+        return 0
+
+    @contextmanager
+    def locked(self) -> Iterator[int]:
+        # BEGIN IMMEDIATE takes the database's write lock: other processes wait for it.
+        with self._store._tx() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+            row = db.execute(_READ_VERSION).fetchone()
+            yield 0 if row is None else int(row[0])
+
+    def apply(self, step: migrations.Step) -> None:
+        db = self._store._db
+        for statement in _statements(step.sql):
+            db.execute(statement)
+        db.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(step.version),),
+        )
+
+
+_READ_VERSION = "SELECT value FROM meta WHERE key = 'schema_version'"
+
+
+def _statements(script: str) -> Iterator[str]:
+    """A SQL script's statements one by one (``executescript`` would commit first)."""
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if _has_code(pending):
+                yield pending
+            pending = ""
+    if _has_code(pending.removesuffix(";")):
+        raise ValueError(f"incomplete SQL statement at the end of a migration: {pending!r}")
+
+
+def _has_code(sql: str) -> bool:
+    lines = (line.split("--", 1)[0] for line in sql.splitlines())
+    return bool("".join(lines).strip(" \t;"))

@@ -1,0 +1,508 @@
+"""Production store: PostgreSQL through psycopg 3 and a connection pool.
+
+``postgresql://user:password@host:port/dbname?pool_size=10``: ``pool_size`` (the most
+connections this process opens, default 10) is relaystate's own option and is removed
+before connecting; every other option goes to libpq as it is (``sslmode``, ``options``...).
+
+A commit is ONE SQL statement, run in autocommit mode, so one transaction and one round
+trip: data-modifying CTEs write the task (conditional on its version and owner), then, only
+if that row was written, the actions, the journal entry, the session and the messages. A
+stale version writes nothing and is reported as :class:`VersionConflict`; a taken
+idempotency key or another user's session id fails the statement, so nothing at all is
+written. Messages are numbered per session through a counter row that concurrent writers
+serialise on.
+
+Task, action, journal and session state is stored as JSONB in the model's dict form; what
+is filtered or sorted on is also a typed column. JSONB keeps values, not the order of keys.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from ..errors import DuplicateKey, NotFound, StoreUnavailable, StoreURLError, VersionConflict
+from ..model import (
+    OPEN_ACTION_STATUSES,
+    Action,
+    JournalEntry,
+    Message,
+    Session,
+    Snapshot,
+    Task,
+    TaskState,
+    TaskStatus,
+    WorkerInfo,
+)
+from . import migrations
+from .base import Commit, Store
+
+DEFAULT_POOL_SIZE = 10
+_MIGRATION_LOCK = 0x72656C6179737461  # "relaysta": the advisory lock of schema changes
+_RETRIES = 5  # a deadlock or serialization failure rolls back the statement: run it again
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+
+def _conninfo(url: str) -> tuple[str, int]:
+    """The libpq URL without relaystate's options, and the pool size."""
+    parts = urlsplit(url)
+    options = parse_qsl(parts.query, keep_blank_values=True)
+    size = DEFAULT_POOL_SIZE
+    for key, value in options:
+        if key == "pool_size":
+            if not value.isdigit() or int(value) < 1:
+                raise StoreURLError(
+                    f"store URL option pool_size must be a whole number of at least 1: {value!r}"
+                )
+            size = int(value)
+    kept = urlencode([(k, v) for k, v in options if k != "pool_size"])
+    return urlunsplit(parts._replace(query=kept)), size
+
+
+def redact(url: str) -> str:
+    """The URL without its password, fit for messages and logs."""
+    url = re.sub(r"^([a-z]+://[^:/@]*):[^@/]*@", r"\1:***@", url)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
+
+
+class PostgresStore(Store):
+    def __init__(self, url: str, *, migrate: bool = True) -> None:
+        self.url = url
+        self._where = redact(url)
+        conninfo, pool_size = _conninfo(url)
+        # A direct connection first: an unreachable server fails now with libpq's reason
+        # (a pool would only time out), and the schema is upgraded before any pooled use.
+        try:
+            first: Conn = psycopg.connect(conninfo, autocommit=True)
+        except psycopg.OperationalError as exc:
+            reason = " ".join(str(exc).split())  # libpq's reason, on one line
+            raise StoreUnavailable(f"cannot connect to {self._where}: {reason}") from None
+        with first:
+            if migrate:
+                migrations.upgrade(_Schema(first, self._where))
+        self._pool: ConnectionPool[Conn] = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=pool_size,
+            kwargs={"autocommit": True},
+            open=True,
+            name="relaystate",
+        )
+
+    # -- plumbing --------------------------------------------------------------------
+    @contextmanager
+    def _conn(self) -> Iterator[Conn]:
+        with self._pool.connection() as conn:
+            yield conn
+
+    def _rows(self, sql: str, args: Sequence[object] | dict[str, object] = ()) -> list[Any]:
+        with self._conn() as conn:
+            return conn.execute(sql, args).fetchall()
+
+    def schema_status(self) -> migrations.SchemaStatus:
+        with self._conn() as conn:
+            return migrations.status(_Schema(conn, self._where))
+
+    def upgrade_schema(self) -> list[migrations.Step]:
+        with self._conn() as conn:
+            return migrations.upgrade(_Schema(conn, self._where))
+
+    # -- tasks, actions, journal -------------------------------------------------------
+    def commit(self, commit: Commit) -> None:
+        task = commit.task
+        params: dict[str, object] = {
+            "id": task.id,
+            "user_id": task.user_id,
+            "type": task.type,
+            "status": str(task.status),
+            "version": task.version,
+            "expected": commit.expected_version,
+            "updated_at": task.updated_at,
+            "data": Jsonb(task.to_dict()),
+            "entry_at": commit.entry.at,
+            "entry": Jsonb(commit.entry.to_dict()),
+        }
+        parts = [_INSERT_TASK if commit.expected_version == 0 else _UPDATE_TASK, _JOURNAL]
+        if commit.actions:
+            parts.append(_ACTIONS)
+            params["actions"] = Jsonb([a.to_dict() for a in commit.actions])
+        if commit.session is not None:
+            parts.append(_SESSION)
+            params["session_id"] = commit.session.id
+            params["session_user"] = commit.session.user_id
+            params["session"] = Jsonb(commit.session.to_dict())
+        if commit.messages:
+            parts.append(_messages_cte("WHERE EXISTS (SELECT FROM t)"))
+            params["messages"] = Jsonb([m.to_dict() for m in commit.messages])
+        sql = "WITH " + ",\n".join(parts) + "\nSELECT count(*) FROM t"
+        try:
+            row = self._write(sql, params)
+        except pg_errors.UniqueViolation as exc:
+            raise self._unique_violation(exc, commit) from None
+        if row[0] != 1:
+            actual = self._rows("SELECT version FROM tasks WHERE id = %s", (task.id,))
+            raise VersionConflict(
+                task.id, commit.expected_version, int(actual[0][0]) if actual else None
+            )
+
+    def _write(self, sql: str, params: dict[str, object]) -> tuple[Any, ...]:
+        """Run one writing statement (its own transaction), again after a deadlock."""
+        for attempt in range(_RETRIES):
+            try:
+                with self._conn() as conn:
+                    row = conn.execute(sql, params).fetchone()
+                    assert row is not None
+                    return row
+            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
+                if attempt == _RETRIES - 1:
+                    raise
+                time.sleep(0.005 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _unique_violation(exc: pg_errors.UniqueViolation, commit: Commit) -> Exception:
+        constraint = exc.diag.constraint_name
+        if constraint in ("actions_idempotency_key", "actions_task_seq"):
+            keys = ", ".join(f"{a.seq}: {a.idempotency_key}" for a in commit.actions)
+            return DuplicateKey(
+                f"task {commit.task.id}: an idempotency key or seq of actions {keys} is taken"
+            )
+        if constraint == "sessions_pkey" and commit.session is not None:
+            return NotFound(f"no session {commit.session.id} for user {commit.session.user_id}")
+        if constraint == "journal_pkey":
+            return VersionConflict(commit.task.id, commit.expected_version, commit.task.version)
+        return exc
+
+    def get_task(self, task_id: str, *, user_id: str | None) -> Task | None:
+        if user_id is None:
+            rows = self._rows("SELECT data FROM tasks WHERE id = %s", (task_id,))
+        else:
+            rows = self._rows(
+                "SELECT data FROM tasks WHERE id = %s AND user_id = %s", (task_id, user_id)
+            )
+        return Task.from_dict(rows[0][0]) if rows else None
+
+    def load(self, task_id: str, *, user_id: str | None) -> TaskState | None:
+        """The task row and its actions in one round trip."""
+        sql = (
+            "SELECT t.data, (SELECT coalesce(jsonb_agg(a.data ORDER BY a.seq), '[]')"
+            " FROM actions a WHERE a.task_id = t.id) FROM tasks t WHERE t.id = %s"
+        )
+        if user_id is None:
+            rows = self._rows(sql, (task_id,))
+        else:
+            rows = self._rows(sql + " AND t.user_id = %s", (task_id, user_id))
+        if not rows:
+            return None
+        return TaskState(Task.from_dict(rows[0][0]), [Action.from_dict(a) for a in rows[0][1]])
+
+    def get_actions(self, task_id: str) -> list[Action]:
+        rows = self._rows("SELECT data FROM actions WHERE task_id = %s ORDER BY seq", (task_id,))
+        return [Action.from_dict(r[0]) for r in rows]
+
+    def list_tasks(
+        self,
+        user_id: str | None,
+        *,
+        statuses: Sequence[TaskStatus] | None = None,
+        limit: int = 100,
+    ) -> list[Task]:
+        if statuses is not None and not statuses:
+            return []
+        where: list[str] = []
+        args: list[object] = []
+        if user_id is not None:
+            where.append("user_id = %s")
+            args.append(user_id)
+        if statuses is not None:
+            where.append("status = ANY(%s)")
+            args.append([str(s) for s in statuses])
+        sql = "SELECT data FROM tasks"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += ' ORDER BY updated_at DESC, id COLLATE "C" DESC LIMIT %s'
+        rows = self._rows(sql, [*args, max(limit, 0)])
+        return [Task.from_dict(r[0]) for r in rows]
+
+    def open_actions(self, *, limit: int = 1000) -> list[Action]:
+        rows = self._rows(_OPEN_ACTIONS, (max(limit, 0),))
+        return [Action.from_dict(r[0]) for r in rows]
+
+    def find_action(self, idempotency_key: str) -> Action | None:
+        rows = self._rows("SELECT data FROM actions WHERE idempotency_key = %s", (idempotency_key,))
+        return Action.from_dict(rows[0][0]) if rows else None
+
+    def journal(self, task_id: str, *, after_version: int = 0) -> list[JournalEntry]:
+        rows = self._rows(
+            "SELECT data FROM journal WHERE task_id = %s AND version > %s ORDER BY version",
+            (task_id, after_version),
+        )
+        return [JournalEntry.from_dict(r[0]) for r in rows]
+
+    def baseline(self, task_id: str) -> Snapshot | None:
+        rows = self._rows("SELECT data FROM baselines WHERE task_id = %s", (task_id,))
+        return Snapshot.from_dict(rows[0][0]) if rows else None
+
+    def compact(self, snapshot: Snapshot) -> int:
+        row = self._write(
+            "WITH b AS ("
+            " INSERT INTO baselines (task_id, version, at, data)"
+            " VALUES (%(task_id)s, %(version)s, %(at)s, %(data)s)"
+            " ON CONFLICT (task_id) DO UPDATE SET version = EXCLUDED.version,"
+            " at = EXCLUDED.at, data = EXCLUDED.data WHERE baselines.version < EXCLUDED.version"
+            "), d AS ("
+            " DELETE FROM journal WHERE task_id = %(task_id)s AND version <= %(version)s"
+            " RETURNING 1"
+            ") SELECT count(*) FROM d",
+            {
+                "task_id": snapshot.task_id,
+                "version": snapshot.version,
+                "at": snapshot.at,
+                "data": Jsonb(snapshot.to_dict()),
+            },
+        )
+        return int(row[0])
+
+    def tasks_with_entries_before(self, cutoff: datetime, *, limit: int = 1000) -> list[str]:
+        # A task's oldest entry is its first by version (the primary key): no time index.
+        rows = self._rows(
+            "SELECT id FROM tasks WHERE (SELECT at FROM journal WHERE task_id = tasks.id"
+            ' ORDER BY version LIMIT 1) < %s ORDER BY id COLLATE "C" LIMIT %s',
+            (cutoff, max(limit, 0)),
+        )
+        return [str(r[0]) for r in rows]
+
+    def claim_for_recovery(
+        self, task_ids: Sequence[str], owner: str, *, until: datetime, now: datetime
+    ) -> list[str]:
+        # SKIP LOCKED: rows another recoverer is claiming right now are passed over instead
+        # of waited for; ON CONFLICT keeps a live claim of another recoverer.
+        if not task_ids:
+            return []
+        with self._conn() as conn:
+            rows = conn.execute(
+                "WITH wanted AS ("
+                " SELECT id FROM tasks WHERE id = ANY(%(ids)s) ORDER BY id"
+                " FOR UPDATE SKIP LOCKED"
+                ") INSERT INTO recovery_claims (task_id, owner, until)"
+                " SELECT id, %(owner)s, %(until)s FROM wanted"
+                " ON CONFLICT (task_id) DO UPDATE SET owner = EXCLUDED.owner,"
+                " until = EXCLUDED.until"
+                " WHERE recovery_claims.until <= %(now)s"
+                " OR recovery_claims.owner = EXCLUDED.owner"
+                " RETURNING task_id",
+                {"ids": list(task_ids), "owner": owner, "until": until, "now": now},
+            ).fetchall()
+        taken = {str(r[0]) for r in rows}
+        return [t for t in task_ids if t in taken]
+
+    def release_recovery(self, owner: str) -> None:
+        with self._conn() as conn:
+            conn.execute("DELETE FROM recovery_claims WHERE owner = %s", (owner,))
+
+    # -- sessions and messages ---------------------------------------------------------
+    def put_session(self, session: Session) -> None:
+        try:
+            self._write(
+                "WITH s AS ("
+                " INSERT INTO sessions (id, user_id, data) VALUES (%(id)s, %(user_id)s, %(data)s)"
+                " ON CONFLICT (id, user_id) DO UPDATE SET data = EXCLUDED.data"
+                ") SELECT 1",
+                {"id": session.id, "user_id": session.user_id, "data": Jsonb(session.to_dict())},
+            )
+        except pg_errors.UniqueViolation as exc:
+            if exc.diag.constraint_name == "sessions_pkey":
+                raise NotFound(f"no session {session.id} for user {session.user_id}") from None
+            raise
+
+    def get_session(self, session_id: str, *, user_id: str | None) -> Session | None:
+        rows = self._rows("SELECT user_id, data FROM sessions WHERE id = %s", (session_id,))
+        if not rows or (user_id is not None and rows[0][0] != user_id):
+            return None
+        return Session.from_dict(rows[0][1])
+
+    def append_messages(self, messages: Iterable[Message]) -> None:
+        batch = [m.to_dict() for m in messages]
+        if batch:
+            self._write(f"WITH {_messages_cte('')} SELECT 1", {"messages": Jsonb(batch)})
+
+    def messages(self, session_id: str, *, user_id: str | None, limit: int = 50) -> list[Message]:
+        sql = (
+            "SELECT id, session_id, user_id, role, text, task_id, created_at FROM messages"
+            " WHERE session_id = %s"
+        )
+        args: list[object] = [session_id]
+        if user_id is not None:
+            sql += " AND user_id = %s"
+            args.append(user_id)
+        rows = self._rows(sql + " ORDER BY id DESC LIMIT %s", [*args, max(limit, 0)])
+        return [
+            Message(
+                id=int(r[0]),
+                session_id=r[1],
+                user_id=r[2],
+                role=r[3],
+                text=r[4],
+                task_id=r[5],
+                created_at=r[6].astimezone(UTC),
+            )
+            for r in reversed(rows)
+        ]
+
+    # -- workers ---------------------------------------------------------------------
+    def register_worker(self, worker: WorkerInfo) -> None:
+        self._write(
+            "WITH w AS ("
+            " INSERT INTO workers (id, host, pid, build, started_at, stopped_at)"
+            " VALUES (%(id)s, %(host)s, %(pid)s, %(build)s, %(started_at)s, NULL)"
+            " ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,"
+            " build = EXCLUDED.build, started_at = EXCLUDED.started_at, stopped_at = NULL"
+            ") SELECT 1",
+            {
+                "id": worker.id,
+                "host": worker.host,
+                "pid": worker.pid,
+                "build": worker.build,
+                "started_at": worker.started_at,
+            },
+        )
+
+    def deregister_worker(self, worker_id: str, at: datetime) -> None:
+        self._write(
+            "WITH w AS (UPDATE workers SET stopped_at = %(at)s WHERE id = %(id)s) SELECT 1",
+            {"at": at, "id": worker_id},
+        )
+
+    def stopped_workers(self, worker_ids: Iterable[str]) -> frozenset[str]:
+        ids = list(worker_ids)
+        if not ids:
+            return frozenset()
+        rows = self._rows(
+            "SELECT id FROM workers WHERE stopped_at IS NOT NULL AND id = ANY(%s)", (ids,)
+        )
+        return frozenset(str(r[0]) for r in rows)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+# -- the commit statement, in parts --------------------------------------------------------
+# ``t`` is the task row written by this commit: one row, or none when the version (or the
+# owner) did not match. Every other part writes only if ``t`` has its row.
+
+_UPDATE_TASK = """t AS (
+    UPDATE tasks SET type = %(type)s, status = %(status)s, version = %(version)s,
+        updated_at = %(updated_at)s, data = %(data)s
+    WHERE id = %(id)s AND version = %(expected)s AND user_id = %(user_id)s
+    RETURNING id
+)"""
+
+_INSERT_TASK = """t AS (
+    INSERT INTO tasks (id, user_id, type, status, version, updated_at, data)
+    VALUES (%(id)s, %(user_id)s, %(type)s, %(status)s, %(version)s, %(updated_at)s, %(data)s)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+)"""
+
+_JOURNAL = """j AS (
+    INSERT INTO journal (task_id, version, at, data)
+    SELECT id, %(version)s::integer, %(entry_at)s::timestamptz, %(entry)s::jsonb FROM t
+)"""
+
+_ACTIONS = """a AS (
+    INSERT INTO actions (id, task_id, seq, status, idempotency_key, lease_expires_at, data)
+    SELECT d->>'id', d->>'task_id', (d->>'seq')::integer, d->>'status', d->>'idempotency_key',
+        (d->>'lease_expires_at')::timestamptz, d
+    FROM jsonb_array_elements(%(actions)s::jsonb) AS d
+    WHERE EXISTS (SELECT FROM t)
+    ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status,
+        lease_expires_at = EXCLUDED.lease_expires_at, data = EXCLUDED.data
+)"""
+
+_SESSION = """s AS (
+    INSERT INTO sessions (id, user_id, data)
+    SELECT %(session_id)s::text, %(session_user)s::text, %(session)s::jsonb FROM t
+    ON CONFLICT (id, user_id) DO UPDATE SET data = EXCLUDED.data
+)"""
+
+
+def _messages_cte(gate: str) -> str:
+    """Append messages numbered per session: the counter row of each session is bumped by
+    the batch size (an upsert sees the latest committed count and holds the row until the
+    commit), then its messages take the numbers just below the new count, in order."""
+    return f"""mb AS (
+    SELECT d->>'session_id' AS session_id, d->>'user_id' AS user_id, d->>'role' AS role,
+        d->>'text' AS text, d->>'task_id' AS task_id,
+        (d->>'created_at')::timestamptz AS created_at, n
+    FROM jsonb_array_elements(%(messages)s::jsonb) WITH ORDINALITY AS m (d, n)
+    {gate}
+),
+mc AS (
+    INSERT INTO message_counters AS c (session_id, last_id)
+    SELECT session_id, count(*) FROM mb GROUP BY session_id ORDER BY session_id
+    ON CONFLICT (session_id) DO UPDATE SET last_id = c.last_id + EXCLUDED.last_id
+    RETURNING session_id, last_id
+),
+mi AS (
+    INSERT INTO messages (session_id, id, user_id, role, text, task_id, created_at)
+    SELECT mb.session_id,
+        mc.last_id - count(*) OVER (PARTITION BY mb.session_id)
+            + row_number() OVER (PARTITION BY mb.session_id ORDER BY mb.n),
+        mb.user_id, mb.role, mb.text, mb.task_id, mb.created_at
+    FROM mb JOIN mc USING (session_id)
+)"""
+
+
+_OPEN_ACTIONS = (
+    "SELECT data FROM actions WHERE status IN ({})"  # literal, so the partial index applies
+    " ORDER BY lease_expires_at NULLS FIRST LIMIT %s"
+).format(", ".join(f"'{s}'" for s in OPEN_ACTION_STATUSES))
+
+
+class _Schema:
+    """The migration runner's view of one PostgreSQL connection (in autocommit mode)."""
+
+    backend = "postgres"
+
+    def __init__(self, conn: Conn, where: str) -> None:
+        self._conn = conn
+        self.where = where
+
+    def applied_version(self) -> int:
+        try:
+            row = self._conn.execute(_READ_VERSION).fetchone()
+        except pg_errors.UndefinedTable:
+            return 0
+        return 0 if row is None else int(row[0])
+
+    @contextmanager
+    def locked(self) -> Iterator[int]:
+        with self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+            row = self._conn.execute(_READ_VERSION).fetchone()
+            yield 0 if row is None else int(row[0])
+
+    def apply(self, step: migrations.Step) -> None:
+        self._conn.execute(step.sql)
+        self._conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            (str(step.version),),
+        )
+
+
+_READ_VERSION = "SELECT value FROM meta WHERE key = 'schema_version'"

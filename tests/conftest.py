@@ -1,0 +1,63 @@
+"""Session-wide servers: PostgreSQL and Redis, started by the suite itself.
+
+Where a server cannot run here the tests that need it skip with the reason; under
+``CI=true`` a missing server fails the run instead, so CI can never pass by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from . import services
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI needs this server: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """URL of the maintenance database of a throwaway PostgreSQL cluster."""
+    try:
+        with services.postgres() as url:
+            yield url
+    except services.Unavailable as exc:
+        _unavailable(str(exc))
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[str]:
+    try:
+        with services.redis() as url:
+            yield url
+    except services.Unavailable as exc:
+        _unavailable(str(exc))
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> str:
+    """A fresh, empty database in the session's cluster, for one test."""
+    import uuid
+
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return postgres_server.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> str:
+    """The session's Redis, emptied for one test."""
+    import redis
+
+    client = redis.Redis.from_url(redis_server)
+    client.flushdb()
+    client.close()
+    return redis_server
