@@ -442,16 +442,20 @@ class RelaystateMachine(RuleBasedStateMachine):
         """What the runtime must refuse, from the state just before the call."""
         task = state.task
         steps = [a for a in state.actions if a.kind == ActionKind.STEP]
+        # Changing one's mind is refused once a side effect is recorded or while an action
+        # runs; before that, read-only actions are reset and run again after the next yes.
+        effects = [a for a in steps if self._spec_of(a).side_effect]
+        running = [a for a in state.actions if a.status == ActionStatus.RUNNING]
         if op.kind == "fill":
             if not task.status.is_open:
                 return TaskLocked
             if not op.valid:
                 return InvalidSlot
             changed = any(task.slots.get(k) != v for k, v in op.norm.items())
-            if changed and steps:
+            if changed and (effects or running):
                 return TaskLocked
         elif op.kind == "confirm":
-            if not task.status.is_open or steps:
+            if not task.status.is_open or effects or (not op.yes and running):
                 return TaskLocked
         elif op.kind == "cancel":
             if not task.status.is_open:
@@ -903,7 +907,10 @@ class RelaystateMachine(RuleBasedStateMachine):
             assert sum(a.status.is_open for a in state.actions) <= 1, "two actions in flight"
             steps = [(a.stage, a.name) for a in state.actions if a.kind == ActionKind.STEP]
             assert len(steps) == len(set(steps)), f"an action was recorded twice: {steps}"
-            if steps:
+            # A change of mind before any side effect resets read-only actions to pending,
+            # to run again after the next yes; nothing may have run without a yes.
+            ran = [a for a in state.actions if a.attempts or a.status != ActionStatus.PENDING]
+            if ran:
                 assert task.confirmed, f"task {tid} ran actions without the user's yes"
             if task.status == TaskStatus.CANCELLED:
                 entries = self.store.journal(tid)

@@ -195,7 +195,14 @@ class ActionRunner:
                 return False
             if action.next_attempt_at is not None and action.next_attempt_at > now:
                 return False
+            # Still due on fresh state? The user may have changed course since we read it.
+            due = settle(self.writer.template(draft), draft.copy(), now)
+            if not (isinstance(due, RunAction) and due.seq == seq):
+                return False
             spec = self.spec_for(draft, action.name, action.kind)
+            if not spec.side_effect and action.kind == ActionKind.STEP:
+                fresh = spec.input_for(draft.task, _outputs(draft))  # reads the current slots
+                action.input = json.loads(json.dumps(fresh, default=str))
             action.status = ActionStatus.RUNNING
             action.attempts += 1
             action.lease_owner = self.owner

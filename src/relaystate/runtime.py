@@ -275,8 +275,9 @@ class Runtime:
     ) -> TaskState:
         """Set slot values (latest wins; the journal keeps the old ones) and go on.
 
-        A changed value before any action ran sends the task back to its first stage, so
-        it is confirmed again; once actions have been recorded the slots are locked.
+        A changed value sends the task back to its first stage, so it is confirmed again,
+        and read-only actions that already ran (a look-up) run again on the new values.
+        Once a side effect has been recorded the slots are locked.
         """
 
         def change(draft: TaskState) -> bool:
@@ -284,14 +285,10 @@ class Runtime:
             template = self.writer.template(draft)
             values = _validated(template, slots)
             changed = {k: v for k, v in values.items() if draft.task.slots.get(k) != v}
-            if changed and any(a.kind == ActionKind.STEP for a in draft.actions):
-                raise TaskLocked(
-                    f"task {task_id} has already run actions; its slots can no longer change"
-                )
+            if not changed:
+                return True
             draft.task.slots.update(changed)
-            if changed:
-                draft.task.confirmed = False
-                draft.task.stage = first_stage(template, draft)
+            _change_of_mind(draft, template, "its slots can no longer change")
             return True
 
         state, step = self._user_change(
@@ -318,12 +315,12 @@ class Runtime:
 
         def change(draft: TaskState) -> bool:
             _require_open(draft)
-            if any(a.kind == ActionKind.STEP for a in draft.actions):
-                raise TaskLocked(f"task {task_id} is past confirmation")
             template = self.writer.template(draft)
-            draft.task.confirmed = yes
-            if not yes:
-                draft.task.stage = first_stage(template, draft)
+            _require_no_effect(draft, template, "it is past confirmation")
+            if yes:
+                draft.task.confirmed = True
+            else:
+                _change_of_mind(draft, template, "it is past confirmation")
             return True
 
         state, step = self._user_change(
@@ -559,6 +556,31 @@ class Runtime:
             snapshot = Snapshot(task_id, old[-1].version, old[-1].at, state.to_dict())
             folded += self.store.compact(snapshot)
         return folded
+
+
+def _require_no_effect(state: TaskState, template: TaskTemplate, why: str) -> None:
+    """Refuse a change of mind once a side effect is recorded (it may have happened)."""
+    for action in state.actions:
+        if action.kind == ActionKind.STEP and template.spec(action.name).side_effect:
+            raise TaskLocked(f"task {state.task.id} has recorded {action.name}: {why}")
+
+
+def _change_of_mind(state: TaskState, template: TaskTemplate, why: str) -> None:
+    """Back to the first stage, to be confirmed again; read-only actions run again later.
+
+    Refused once a side effect is recorded, or while an action is in flight (its result
+    would land on a task that no longer wants it).
+    """
+    _require_no_effect(state, template, why)
+    for action in state.actions:
+        if action.status == ActionStatus.RUNNING:
+            raise TaskLocked(f"{action.name} is running; change it after it settles")
+    state.task.confirmed = False
+    state.task.stage = first_stage(template, state)
+    for action in state.actions:  # read-only look-ups: safe to run again on new values
+        action.status, action.output, action.error = ActionStatus.PENDING, None, None
+        action.attempts = action.checks = 0
+        action.next_attempt_at = action.lease_owner = action.lease_expires_at = None
 
 
 def _require_open(state: TaskState) -> None:

@@ -29,6 +29,12 @@ class Slot:
     pattern: str | None = None
     parser: Callable[[Any], Any] | None = None
     ask: Mapping[str, str] = field(default_factory=dict)
+    #: How a text slot's value is read from an utterance (relaystate.conversation): "place",
+    #: "person", "order_id", "amount", "number" or "text" (the default: free text).
+    extractor: str | None = None
+    #: Language -> words that introduce this slot's value: {"en": ["from"], "zh": ["从"]}.
+    #: "{}" marks where the value goes when it comes before the word: "{}出发".
+    cues: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.choices and self.kind == "text":
@@ -148,12 +154,18 @@ class TaskTemplate:
         slots: Iterable[Slot] = (),
         stages: Iterable[Stage] = (),
         goal: str = "",
+        titles: Mapping[str, str] | None = None,
+        triggers: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.type = type
         self.version = version
         self.slots = list(slots)
         self.stages = list(stages)
         self.goal = goal
+        self.titles = dict(titles or {})
+        """What to call a task of this type in each language ("flight booking", "机票预订")."""
+        self.triggers = {lang: list(words) for lang, words in (triggers or {}).items()}
+        """Words per language that start a new task of this type ("book a flight", "订机票")."""
         self.actions: dict[str, ActionSpec] = {}
         if not self.stages:
             raise TemplateError(f"template {type!r} needs at least one stage")
@@ -212,6 +224,10 @@ class TaskTemplate:
             return spec
 
         return register(fn) if fn is not None else register
+
+    def title(self, language: str = "en") -> str:
+        """This task type's name for people, in ``language`` if declared."""
+        return self.titles.get(language) or self.titles.get("en") or self.type.replace("_", " ")
 
     def slot(self, name: str) -> Slot:
         for s in self.slots:

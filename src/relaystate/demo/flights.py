@@ -21,6 +21,11 @@ def flight_booking(ledger: Ledger) -> TaskTemplate:
         "flight_booking",
         version=1,
         goal="Book a flight",
+        titles={"en": "flight booking", "zh": "机票预订"},
+        triggers={
+            "en": ["book a flight", "flight", "fly to"],
+            "zh": ["订机票", "机票", "航班", "飞"],
+        },
         slots=[
             Slot("origin", ask={"en": "Where are you flying from?", "zh": "您从哪里出发？"}),
             Slot("destination", ask={"en": "Where are you flying to?", "zh": "您要去哪里？"}),

@@ -1,0 +1,85 @@
+"""The phone that will not charge, from the articles: diagnose, check warranty, then act.
+
+Diagnosis and the warranty look-up are read-only; the last step opens a repair order (in
+warranty) or a paid return (out of warranty) at the downstream ledger, once, by key.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from ..retry import Retry
+from ..spec import ActionContext, Outcome
+from ..templates import Slot, Stage, TaskTemplate, all_required_slots, user_confirmed
+from .ledger import Ledger
+
+WARRANTY_DAYS = 365
+MODELS = ["Pixel 8", "Pixel 9", "iPhone 15", "iPhone 16", "Mate 60", "Xiaomi 14"]
+
+
+def after_sales(ledger: Ledger, *, today: date | None = None) -> TaskTemplate:
+    template = TaskTemplate(
+        "after_sales",
+        version=1,
+        goal="Fix a device that does not work",
+        titles={"en": "after-sales service", "zh": "售后服务"},
+        triggers={
+            "en": ["won't charge", "not charging", "broken", "repair", "after-sales"],
+            "zh": ["充不进电", "充不上电", "不能充电", "坏了", "维修", "售后"],
+        },
+        slots=[
+            Slot("symptoms", ask={"en": "What happens exactly?", "zh": "具体是什么症状？"}),
+            Slot(
+                "model",
+                choices=MODELS,
+                synonyms={"pixel8": "Pixel 8", "iphone15": "iPhone 15", "mate60": "Mate 60"},
+                ask={"en": "Which phone model is it?", "zh": "手机是什么型号？"},
+            ),
+            Slot(
+                "purchase_date",
+                kind="date",
+                ask={"en": "When did you buy it?", "zh": "什么时候买的？"},
+            ),
+        ],
+        stages=[
+            Stage("collecting", exit=all_required_slots),
+            Stage("diagnosing", actions=["diagnose", "check_warranty"]),
+            Stage("confirming", exit=user_confirmed),
+            Stage("executing", actions=["open_service_order"]),
+            Stage("done"),
+        ],
+    )
+
+    @template.action
+    def diagnose(ctx: ActionContext) -> dict[str, Any]:
+        """Read-only: the scripted steps a support agent would walk through."""
+        text = str(ctx.input["symptoms"]).lower()
+        cable = any(w in text for w in ("cable", "charger", "线", "充电器"))
+        return {
+            "steps": ["try another cable and charger", "clean the port", "restart the phone"],
+            "likely": "charger or cable" if cable else "charging port",
+        }
+
+    @template.action
+    def check_warranty(ctx: ActionContext) -> dict[str, Any]:
+        bought = date.fromisoformat(str(ctx.input["purchase_date"]))
+        age = ((today or date.today()) - bought).days
+        return {"in_warranty": 0 <= age <= WARRANTY_DAYS, "days_since_purchase": age}
+
+    def order_input(task: Any, outputs: Any) -> dict[str, Any]:
+        kind = "repair" if outputs["check_warranty"]["in_warranty"] else "paid_return"
+        return {**task.slots, "kind": kind, "likely": outputs["diagnose"]["likely"]}
+
+    @template.action(
+        side_effect=True, idempotent=True, retry=Retry(max_attempts=3), input=order_input
+    )
+    def open_service_order(ctx: ActionContext) -> dict[str, Any]:
+        return ledger.apply(ctx.idempotency_key, str(ctx.input["kind"]), dict(ctx.input))
+
+    @open_service_order.check
+    def service_order_status(ctx: ActionContext) -> Outcome:
+        effect = ledger.status(ctx.idempotency_key)
+        return Outcome.not_found() if effect is None else Outcome.succeeded(effect)
+
+    return template

@@ -1,0 +1,103 @@
+"""The refund agent of the articles: find the order, check the amount, submit the refund.
+
+The order look-up is read-only; submitting the refund is a side effect sent to the
+downstream ledger under the action's idempotency key, checkable by that key. A refund
+larger than what the order cost is refused for good (no retry), and the task says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..retry import Retry
+from ..spec import ActionContext, Outcome, PermanentError
+from ..templates import Slot, Stage, TaskTemplate, all_required_slots, user_confirmed
+from .ledger import Ledger
+
+ORDERS: dict[str, dict[str, Any]] = {
+    "ORD-10001": {"item": "wireless earbuds", "total": 299.0},
+    "ORD-10002": {"item": "phone case", "total": 49.0},
+    "ORD-10003": {"item": "smart watch", "total": 1299.0},
+}
+"""The demo shop's orders (orders the flight agent created are looked up in the ledger)."""
+
+
+def _positive(value: Any) -> float:
+    amount = float(str(value).strip().lstrip("¥$").removesuffix("元"))
+    if amount <= 0:
+        raise ValueError("the amount must be more than zero")
+    return amount
+
+
+def refund(ledger: Ledger) -> TaskTemplate:
+    template = TaskTemplate(
+        "refund",
+        version=1,
+        goal="Refund (part of) an order",
+        titles={"en": "refund", "zh": "退款"},
+        triggers={"en": ["refund", "money back"], "zh": ["退款", "退钱", "退货款"]},
+        slots=[
+            Slot(
+                "order_number",
+                pattern=r"ORD-\d{5}",
+                ask={
+                    "en": "What is the order number (like ORD-10001)?",
+                    "zh": "订单号是多少（例如 ORD-10001）？",
+                },
+            ),
+            Slot("reason", ask={"en": "Why do you want a refund?", "zh": "退款原因是什么？"}),
+            Slot(
+                "amount",
+                kind="number",
+                parser=_positive,
+                ask={"en": "How much should be refunded?", "zh": "需要退多少钱？"},
+            ),
+        ],
+        stages=[
+            Stage("collecting", exit=all_required_slots),
+            Stage("checking", actions=["lookup_order"]),
+            Stage("confirming", exit=user_confirmed),
+            Stage("executing", actions=["submit_refund"]),
+            Stage("done"),
+        ],
+    )
+
+    @template.action
+    def lookup_order(ctx: ActionContext) -> dict[str, Any]:
+        """Read-only: the order from the shop, or one the flight agent created."""
+        number = str(ctx.input["order_number"])
+        order = ORDERS.get(number)
+        if order is None:
+            made = next(
+                (
+                    e["effect"]
+                    for e in ledger.entries()
+                    if e["effect"] and e["effect"].get("id") == number
+                ),
+                None,
+            )
+            if made is None:
+                raise PermanentError(f"there is no order {number}")
+            order = {"item": f"flight {made.get('flight', '')}".strip(), "total": 880.0}
+        return {"order_number": number, **order}
+
+    def refund_input(task: Any, outputs: Any) -> dict[str, Any]:
+        return {**task.slots, "order_total": outputs["lookup_order"]["total"]}
+
+    @template.action(
+        side_effect=True, idempotent=True, retry=Retry(max_attempts=3), input=refund_input
+    )
+    def submit_refund(ctx: ActionContext) -> dict[str, Any]:
+        if float(ctx.input["amount"]) > float(ctx.input["order_total"]):
+            raise PermanentError(
+                f"the refund of {ctx.input['amount']:g} is more than the order total of "
+                f"{ctx.input['order_total']:g}"
+            )
+        return ledger.apply(ctx.idempotency_key, "refund", dict(ctx.input))
+
+    @submit_refund.check
+    def refund_status(ctx: ActionContext) -> Outcome:
+        effect = ledger.status(ctx.idempotency_key)
+        return Outcome.not_found() if effect is None else Outcome.succeeded(effect)
+
+    return template
