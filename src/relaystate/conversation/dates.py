@@ -1,0 +1,467 @@
+"""Dates in Chinese and English, absolute and relative, resolved against a given ``today``.
+
+Rules, so that every phrase has one answer:
+
+* A month and day without a year ("1月22日", "Jan 22") is the next occurrence on or after
+  today; a day of the month alone ("22号", "the 22nd") likewise.
+* A bare weekday, and "this"/"on"/"coming" in English ("Friday", "this Friday", "周五") is
+  the next such day on or after today. 这周五/本周五 is the Friday of the current week (weeks
+  start on Monday), even when it has passed: on Sunday 2026-11-29 it is 2026-11-27.
+* "next Wednesday" and 下周三/下星期三/下礼拜三 are the Wednesday of next week (weeks start on
+  Monday): on Sunday 2026-11-29 both mean 2026-12-02, on Monday 2026-11-30 both mean
+  2026-12-09. 下下周三 is the week after, 上周五 the previous week's; "last Friday" is the
+  latest Friday before today.
+* "in 3 days", "3 days from now", "3天后", "过3天" are today plus three days; "3 days ago" and
+  "3天前" today minus three.
+
+A phrase that looks like a date but is not one ("2月30日", "2027-13-01") is reported by
+:func:`scan_dates` with a reason instead of a value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import NamedTuple
+
+from .numbers import cn_to_number
+from .text import fold
+
+Span = tuple[int, int]
+
+
+class DateMatch(NamedTuple):
+    """A date found in a text and where: ``text[span[0]:span[1]]`` is the phrase."""
+
+    value: date
+    span: Span
+
+
+@dataclass(frozen=True)
+class DateCandidate:
+    """A date-like phrase: ``value`` when it is a real date, else ``reason`` says why not."""
+
+    start: int
+    end: int
+    text: str
+    value: date | None
+    reason: str | None = None
+
+
+MONTHS = {
+    "january": 1,
+    "jan": 1,
+    "february": 2,
+    "feb": 2,
+    "march": 3,
+    "mar": 3,
+    "april": 4,
+    "apr": 4,
+    "may": 5,
+    "june": 6,
+    "jun": 6,
+    "july": 7,
+    "jul": 7,
+    "august": 8,
+    "aug": 8,
+    "september": 9,
+    "sept": 9,
+    "sep": 9,
+    "october": 10,
+    "oct": 10,
+    "november": 11,
+    "nov": 11,
+    "december": 12,
+    "dec": 12,
+}
+WEEKDAYS = {
+    "monday": 0,
+    "mon": 0,
+    "tuesday": 1,
+    "tues": 1,
+    "tue": 1,
+    "wednesday": 2,
+    "wed": 2,
+    "thursday": 3,
+    "thurs": 3,
+    "thur": 3,
+    "thu": 3,
+    "friday": 4,
+    "fri": 4,
+    "saturday": 5,
+    "sat": 5,
+    "sunday": 6,
+    "sun": 6,
+}
+_FULL_WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "七": 6}
+EN_COUNTS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a couple of": 2,
+    "a few": 3,
+}
+EN_RELATIVE = {
+    "today": 0,
+    "tonight": 0,
+    "this morning": 0,
+    "this afternoon": 0,
+    "this evening": 0,
+    "tomorrow": 1,
+    "tmrw": 1,
+    "tmr": 1,
+    "day after tomorrow": 2,
+    "yesterday": -1,
+    "day before yesterday": -2,
+}
+ZH_RELATIVE = {
+    "今天": 0,
+    "今日": 0,
+    "今儿": 0,
+    "今晚": 0,
+    "今早": 0,
+    "明天": 1,
+    "明日": 1,
+    "明儿": 1,
+    "明早": 1,
+    "明晚": 1,
+    "后天": 2,
+    "後天": 2,
+    "大后天": 3,
+    "大後天": 3,
+    "昨天": -1,
+    "昨日": -1,
+    "前天": -2,
+    "大前天": -3,
+}
+
+_NUM = r"\d{1,2}|[一二三四五六七八九十]{1,3}"
+_COUNT = r"\d{1,3}|[一二两三四五六七八九十]{1,3}"
+_MON = "|".join(sorted(MONTHS, key=len, reverse=True))
+_WD = "|".join(sorted(WEEKDAYS, key=len, reverse=True))
+_EN_COUNT = r"\d{1,3}|a couple of|a few|an|a|one|two|three|four|five|six|seven|eight|nine|ten"
+_EN_REL = "|".join(sorted((re.escape(k) for k in EN_RELATIVE), key=len, reverse=True))
+_ZH_REL = "|".join(sorted(ZH_RELATIVE, key=len, reverse=True))
+_DAY_SUFFIX = r"(?:st|nd|rd|th)?"
+_NOT_ALNUM = r"(?![a-z\d])"
+_ZH_NOT_DAY = "线楼门座位口房床车厅机码店台窗院室航桌柜仓包游箱"
+
+
+def _int(text: str) -> int | None:
+    if text.isdigit():
+        return int(text)
+    value = cn_to_number(text)
+    return int(value) if isinstance(value, int) else None
+
+
+def _make(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def _month_day(today: date, month: int, day: int) -> date | None:
+    """The next ``month``/``day`` on or after ``today`` (up to eight years on, for 2月29日)."""
+    for year in range(today.year, today.year + 9):
+        found = _make(year, month, day)
+        if found is not None and found >= today:
+            return found
+    return None
+
+
+def _day_of_month(today: date, day: int, months_ahead: int | None = None) -> date | None:
+    """Day ``day`` of a month: the next one on or after today, or ``months_ahead`` on."""
+    start = 0 if months_ahead is None else months_ahead
+    stop = 13 if months_ahead is None else months_ahead + 1
+    for ahead in range(start, stop):
+        index = today.month - 1 + ahead
+        found = _make(today.year + index // 12, index % 12 + 1, day)
+        if found is not None and (months_ahead is not None or found >= today):
+            return found
+    return None
+
+
+def _upcoming(today: date, weekday: int) -> date:
+    return today + timedelta(days=(weekday - today.weekday()) % 7)
+
+
+def _in_week(today: date, weekday: int, weeks: int) -> date:
+    monday = today - timedelta(days=today.weekday())
+    return monday + timedelta(days=7 * weeks + weekday)
+
+
+# Each handler gets the match and today, and returns a date, a reason (str) why the phrase
+# is not a real date, or None when the match is not a date after all.
+Result = date | str | None
+Handler = Callable[[re.Match[str], date], Result]
+
+
+def _explicit(year: int | None, month: int | None, day: int | None, today: date) -> Result:
+    if month is None or day is None or not 1 <= month <= 12 or not 1 <= day <= 31:
+        return "no such month or day"
+    if year is not None:
+        return _make(year, month, day) or "no such day in that month"
+    return _month_day(today, month, day) or "no such day in that month"
+
+
+def _iso(m: re.Match[str], today: date) -> Result:
+    return _explicit(int(m["y"]), int(m["m"]), int(m["d"]), today)
+
+
+def _zh_ymd(m: re.Match[str], today: date) -> Result:
+    year = _int(m["y"]) if m["y"] else None
+    return _explicit(year, _int(m["m"]), _int(m["d"]), today)
+
+
+def _en_md(m: re.Match[str], today: date) -> Result:
+    year = int(m["y"]) if m["y"] else None
+    return _explicit(year, MONTHS[m["mon"]], int(m["d"]), today)
+
+
+def _zh_month_rel(m: re.Match[str], today: date) -> Result:
+    rel = m["rel"]
+    ahead = 2 if rel.startswith("下下") else 1 if rel.startswith("下") else 0
+    if rel.startswith("上"):
+        ahead = -1
+    day = _int(m["d"])
+    if day is None or not 1 <= day <= 31:
+        return "no such day"
+    return _day_of_month(today, day, ahead) or "no such day in that month"
+
+
+def _day_only(m: re.Match[str], today: date) -> Result:
+    day = _int(m["d"])
+    if day is None or not 1 <= day <= 31:
+        return None
+    ahead = {"this": 0, "next": 1}.get(m.groupdict().get("rel") or "")
+    return _day_of_month(today, day, ahead)
+
+
+def _en_relative(m: re.Match[str], today: date) -> Result:
+    phrase = " ".join(m["rel"].split())
+    return today + timedelta(days=EN_RELATIVE[phrase])
+
+
+def _zh_relative(m: re.Match[str], today: date) -> Result:
+    return today + timedelta(days=ZH_RELATIVE[m["rel"]])
+
+
+def _en_weekday(m: re.Match[str], today: date) -> Result:
+    word = m["wd"]
+    pre = " ".join((m["pre"] or "").split())
+    post = " ".join((m["post"] or "").split())
+    if word not in _FULL_WEEKDAYS and not pre and not post:
+        return None  # "sat", "sun", "wed" alone are too often other words
+    weekday = WEEKDAYS[word]
+    if pre.startswith("next") or post == "next week":
+        return _in_week(today, weekday, 1)
+    if post == "after next":
+        return _in_week(today, weekday, 2)
+    if post == "last week":
+        return _in_week(today, weekday, -1)
+    if pre == "last":
+        return today - timedelta(days=(today.weekday() - weekday - 1) % 7 + 1)
+    if post == "this week":
+        return _in_week(today, weekday, 0)
+    return _upcoming(today, weekday)
+
+
+def _zh_weekday(m: re.Match[str], today: date) -> Result:
+    char = m["wd"]
+    weekday = ZH_WEEKDAYS[char] if char in ZH_WEEKDAYS else int(char) - 1
+    pre = m["pre"] or ""
+    if pre.startswith("下下"):
+        return _in_week(today, weekday, 2)
+    if pre.startswith("下"):
+        return _in_week(today, weekday, 1)
+    if pre.startswith("上上"):
+        return _in_week(today, weekday, -2)
+    if pre.startswith("上"):
+        return _in_week(today, weekday, -1)
+    if pre:
+        return _in_week(today, weekday, 0)
+    return _upcoming(today, weekday)
+
+
+def _count(text: str) -> int | None:
+    text = " ".join(text.split())
+    if text in EN_COUNTS:
+        return EN_COUNTS[text]
+    return _int(text)
+
+
+def _offset(m: re.Match[str], today: date) -> Result:
+    n = _count(m["n"])
+    if n is None:
+        return None
+    unit = m["unit"]
+    days = n * 7 if unit.startswith(("week", "周", "星期", "礼拜")) else n
+    back = (m["dir"] or "").strip() in ("ago", "前", "以前", "之前")
+    return today + timedelta(days=-days if back else days)
+
+
+_PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
+    (
+        re.compile(
+            r"(?<![\d.])(?P<y>\d{4})(?P<sep>[-/.])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2})(?!\d)"
+        ),
+        _iso,
+    ),
+    (
+        re.compile(
+            rf"(?:(?P<y>\d{{4}}|[零〇一二三四五六七八九]{{4}})\s*年\s*)?(?<![\d一二三四五六七八九十])"
+            rf"(?P<m>{_NUM})\s*月\s*(?P<d>{_NUM})\s*(?:[日号號]|(?![\d一二三四五六七八九十]))"
+        ),
+        _zh_ymd,
+    ),
+    (
+        re.compile(rf"(?P<rel>下下个?月|下个?月|这个?月|本月|上个?月)\s*(?P<d>{_NUM})\s*[日号號]"),
+        _zh_month_rel,
+    ),
+    (
+        re.compile(
+            rf"(?<![\d月一二三四五六七八九十])(?P<d>{_NUM})\s*[日号號](?![{_ZH_NOT_DAY}])"
+            r"(?!\s*(?:后|以后|之后|前|以前|之前))"
+        ),
+        _day_only,
+    ),
+    (
+        re.compile(
+            rf"(?<![a-z])(?P<mon>{_MON})\.?\s*(?P<d>\d{{1,2}}){_DAY_SUFFIX}{_NOT_ALNUM}"
+            rf"(?:,?\s*(?P<y>\d{{4}})(?!\d))?"
+        ),
+        _en_md,
+    ),
+    (
+        re.compile(
+            rf"(?<![a-z\d])(?:the\s+)?(?P<d>\d{{1,2}}){_DAY_SUFFIX}\s*(?:of\s+)?"
+            rf"(?P<mon>{_MON})\.?(?![a-z])(?:,?\s*(?P<y>\d{{4}})(?!\d))?"
+        ),
+        _en_md,
+    ),
+    (
+        re.compile(
+            r"(?<![a-z])(?:on\s+)?the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)(?![a-z])"
+            r"(?:\s+of\s+(?P<rel>this|next)\s+month)?"
+        ),
+        _day_only,
+    ),
+    (re.compile(rf"(?<![a-z])(?:the\s+)?(?P<rel>{_EN_REL})(?![a-z])"), _en_relative),
+    (re.compile(rf"(?P<rel>{_ZH_REL})"), _zh_relative),
+    (
+        re.compile(
+            r"(?<![a-z])(?:(?P<pre>next\s+week(?:\s+on)?|on\s+next|on\s+this|this\s+coming|"
+            r"next|this|coming|on|last|by|until)\s+)?"
+            rf"(?P<wd>{_WD})\.?(?![a-z])"
+            r"(?:\s+(?P<post>next\s+week|this\s+week|last\s+week|after\s+next))?"
+        ),
+        _en_weekday,
+    ),
+    (
+        re.compile(
+            r"(?P<pre>下下个?|下一个?|下个?|这一?个?|本|上上个?|上一?个?)?\s*"
+            r"(?:周|星期|礼拜|週)\s*(?P<wd>[一二三四五六日天七1-7])"
+        ),
+        _zh_weekday,
+    ),
+    (
+        re.compile(
+            rf"(?<![a-z])in\s+(?P<n>{_EN_COUNT})\s+(?P<unit>days?|weeks?)(?![a-z])"
+            r"(?:\s+time)?(?P<dir>)"
+        ),
+        _offset,
+    ),
+    (
+        re.compile(
+            rf"(?<![a-z\d])(?P<n>{_EN_COUNT})\s+(?P<unit>days?|weeks?)\s+"
+            r"(?P<dir>from\s+(?:now|today)|later|ago)(?![a-z])"
+        ),
+        _offset,
+    ),
+    (
+        re.compile(
+            rf"(?P<n>{_COUNT})\s*个?\s*(?P<unit>天|日|周|星期|礼拜)\s*"
+            r"(?P<dir>以后|之后|后|以前|之前|前)"
+        ),
+        _offset,
+    ),
+    (re.compile(rf"过\s*(?P<n>{_COUNT})\s*(?P<unit>天)(?P<dir>)"), _offset),
+]
+
+_EXPLICIT = {_iso, _zh_ymd, _en_md, _zh_month_rel, _day_only}
+_JOIN = re.compile(r"[\s,，、()（）]*")
+
+
+def scan_dates(text: str, *, today: date) -> list[DateCandidate]:
+    """Every date-like phrase in ``text``, left to right, longest first, not overlapping."""
+    folded = fold(text)
+    found: list[tuple[int, int, Result, Handler]] = []
+    for pattern, handler in _PATTERNS:
+        for m in pattern.finditer(folded):
+            if m.end() == m.start():
+                continue
+            result = handler(m, today)
+            if result is not None:
+                found.append((m.start(), m.end(), result, handler))
+    found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
+    chosen: list[tuple[int, int, Result, Handler]] = []
+    for item in found:
+        if chosen and item[0] < chosen[-1][1]:
+            continue
+        chosen.append(item)
+    # A weekday right next to an explicit date ("1月22日周五", "Friday, Jan 22") only
+    # restates it: fold it into the date's span.
+    merged: list[tuple[int, int, Result, Handler]] = []
+    for item in chosen:
+        if merged:
+            prev = merged[-1]
+            gap = folded[prev[1] : item[0]]
+            weekdays = {_en_weekday, _zh_weekday}
+            if _JOIN.fullmatch(gap) and (
+                (prev[3] in _EXPLICIT and item[3] in weekdays)
+                or (prev[3] in weekdays and item[3] in _EXPLICIT)
+            ):
+                keep = prev if prev[3] in _EXPLICIT else item
+                merged[-1] = (prev[0], item[1], keep[2], keep[3])
+                continue
+        merged.append(item)
+    out: list[DateCandidate] = []
+    for start, end, result, _ in merged:
+        phrase = text[start:end]
+        if isinstance(result, date):
+            out.append(DateCandidate(start, end, phrase, result))
+        else:
+            out.append(DateCandidate(start, end, phrase, None, f"{phrase!r} is not a valid date"))
+    return out
+
+
+def find_dates(text: str, *, today: date, language: str | None = None) -> list[DateMatch]:
+    """Every real date in ``text``, left to right. ``language`` is a hint; both are read."""
+    return [
+        DateMatch(c.value, (c.start, c.end))
+        for c in scan_dates(text, today=today)
+        if c.value is not None
+    ]
+
+
+def parse_date(text: str, *, today: date, language: str | None = None) -> DateMatch | None:
+    """The first date in ``text`` and its span, or None.
+
+    >>> parse_date("下周三出发", today=date(2026, 11, 29))
+    DateMatch(value=datetime.date(2026, 12, 2), span=(0, 3))
+    """
+    found = find_dates(text, today=today, language=language)
+    return found[0] if found else None

@@ -1,0 +1,910 @@
+"""Slot extraction: one user utterance, in Chinese or English, to slot values.
+
+Offline and deterministic: rules, no model. The order of reading, most specific first, is
+
+1. values matching a text slot's ``pattern`` anywhere ("ORD-10001");
+2. dates (:mod:`.dates`), choice words and synonyms, amounts with a currency;
+3. cues, the words that introduce a value ("from", "到", "my name is", "because"), including
+   the slot's own name ("change the destination to Shanghai", "目的地改成上海");
+4. values nobody introduced: a date goes to the date slot, a choice word to its slot, an
+   amount to the amount slot;
+5. when the task just asked for ``expecting`` and nothing above answered it, the rest of the
+   utterance, trimmed of filler, is the answer.
+
+Text already used for one value is not read again for another, so "tomorrow" never becomes
+a place and "1月22日" never an amount. Values go through :meth:`Slot.validate`; a failure is
+reported in ``errors`` (for asking again with the reason), never raised.
+
+When one slot gets several values, a negated one loses ("not economy, business", "不是明天，
+是后天"); then a correction ("actually", "改成") takes the last, anything else the first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from ..errors import InvalidSlot, TemplateError
+from ..templates import Slot, TaskTemplate
+from .dates import DateCandidate, scan_dates
+from .intents import control_word, is_correction, is_question, is_yes
+from .numbers import NumberMatch, find_numbers
+from .text import SENTENCE_END, fold, is_cjk, overlaps, phrases, strip_punct, wordlist
+
+EXTRACTORS = ("text", "place", "person", "order_id", "amount", "number")
+
+
+@dataclass
+class Extraction:
+    """What one utterance says about a task's slots.
+
+    ``values`` are validated plain JSON (dates as YYYY-MM-DD, choices by canonical name);
+    ``errors`` maps a slot to why the value given for it was refused; ``correction`` is true
+    when the utterance corrects an earlier answer ("actually...", "改成...").
+    """
+
+    values: dict[str, Any] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    correction: bool = False
+
+
+# --- vocabulary ------------------------------------------------------------------------------
+
+DEFAULT_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
+    "person": {
+        "en": [
+            "my name is",
+            "my name's",
+            "name is",
+            "name's",
+            "passenger is",
+            "the passenger is",
+            "passenger name is",
+            "passenger's name is",
+            "traveller is",
+            "traveler is",
+            "call me",
+            "i'm called",
+            "i am called",
+            "i'm",
+            "i am",
+            "this is",
+        ],
+        "zh": [
+            "我叫",
+            "我的名字是",
+            "我的名字叫",
+            "名字是",
+            "名字叫",
+            "姓名是",
+            "姓名",
+            "名叫",
+            "乘机人是",
+            "乘机人",
+            "乘客是",
+            "乘客",
+            "旅客是",
+            "旅客",
+            "叫我",
+        ],
+    },
+    "order_id": {
+        "en": ["order", "order number", "order no", "order id", "order #"],
+        "zh": ["订单号", "订单编号", "订单", "单号"],
+    },
+    "amount": {
+        "en": ["amount", "amount of", "refund", "refund of", "total", "total of", "cost", "costs"],
+        "zh": ["金额", "退款金额", "退款", "退", "一共", "总共", "价格", "花了", "付了"],
+    },
+}
+#: Cues for place slots that declare none, by the role their name suggests.
+ROLE_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
+    "origin": {
+        "en": ["from", "departing from", "leaving from", "flying from", "out of", "{} to"],
+        "zh": ["从", "由", "出发地", "{}出发", "{}起飞", "{}到", "{}飞"],
+    },
+    "destination": {
+        "en": ["to", "flying to", "going to", "heading to", "arriving in", "arriving at"],
+        "zh": ["到", "去", "飞", "飞往", "前往", "目的地", "到达", "抵达"],
+    },
+}
+_ORIGIN_NAMES = ("origin", "from", "departure", "depart", "source", "start")
+_DESTINATION_NAMES = ("destination", "dest", "to", "arrival", "arrive")
+_PLACE_NAMES = (*_ORIGIN_NAMES, *_DESTINATION_NAMES, "city", "place", "location", "where")
+_PERSON_NAMES = ("name", "passenger", "person", "traveller", "traveler", "customer", "contact")
+
+#: Words that end a place or a name in English.
+_EN_STOP = frozenset(
+    wordlist(
+        """on at in for by with via and or but then to from into onto tomorrow today tonight
+    please next this that these those the a an i i'm i'd i'll we you he she they it it's is
+    are was were be been am would will can could should shall want wants need needs like
+    fly flying flight flights go going travel travelling traveling leave leaving depart
+    departing arrive arriving return returning book booking get ticket tickets class seat
+    seats cabin around about early late morning afternoon evening night asap thanks thank
+    instead actually rather not no yes as if so because since which who where when my your
+    our their his her me us them now soon one two both also too ok okay economy business
+    first date passenger name order refund check change confirm cancel know see ask make pay
+    buy do have say tell find look talk speak stay meet visit help show give take use try
+    start finish work call email send"""
+    )
+)
+_NAME_PARTICLES = frozenset(
+    ["de", "da", "del", "della", "di", "la", "le", "van", "von", "du", "el"]
+)
+_NOT_BEFORE_ORIGIN = frozenset(["for", "with", "by", "and", "or", "is", "am", "are", "me", "us"])
+_EN_NAME_STOP = _EN_STOP - {"will", "rather", "early", "late", "soon", "first", "may"}
+_ZH_PLACE_STOP = phrases(
+    wordlist(
+        """的 了 吧 呢 啊 吗 呀 哦 嘛 出发 起飞 飞机 机票 航班 票 坐 乘 要 想 订 买 帮 给 还有 然后
+    再 在 是 我 你 他 她 出差 旅游 旅行 玩 开会 参加 看望 见 找 办事 上班 探亲 度假 一张 一个
+    两张 舱 经济 商务 头等 谢谢 请 麻烦 可以 行吗 好吗 怎么 什么 那边 这边 附近 改 换 来 回"""
+    )
+)
+_ZH_NAME_STOP = phrases(
+    wordlist(
+        """的 了 吧 呢 啊 吗 呀 哦 嘛 要 想 订 买 去 到 从 飞 坐 乘 是 我 你 谢谢 请 麻烦 先生 女士
+    小姐 和 跟 出发 机票 一张 在"""
+    )
+)
+#: Chinese words that contain a cue character without being that cue.
+_BLOCKERS = phrases(
+    wordlist(
+        """飞机 起飞 飞行 收到 得到 找到 到底 到时 到时候 回来 回去 过去 出去 进去 上去 下去 从来
+    从不 从没 去年 去过 到了吗 改签 签到"""
+    )
+)
+#: Person cues that also start other sentences: their value must be capitalised.
+_WEAK_CUES = frozenset(["i'm", "i am", "this is"])
+_CUE_SUFFIXES_EN = ("is", "was", "to", "should be", "will be", ":", "=")
+_CUE_SUFFIXES_ZH = ("改成", "改为", "换成", "换为", "是", "为", "叫", ":")
+_CONNECTOR = re.compile(
+    r"(?:\s|[:=#]|(?<![a-z])(?:is|was|are|be|will be|should be|of|no\.|number|id|about|"
+    r"around|on|for)(?![a-z])|是|为|叫|号|在|了)*"
+)
+
+_FILLER_HEAD = phrases(
+    wordlist(
+        """it's|it is|its|it will be|it'll be|that's|that is|that would be|it should be|should be|
+    i think|i guess|i'd say|let's say|say|um|uh|er|erm|hmm|well|so|oh|ok|okay|yes|yeah|sure|
+    actually|please|make it|make that|change it to|change that to|change to|switch to|
+    switch it to|instead|how about|what about|sorry|i meant|i mean|no|nope|wrong|
+    the answer is|my answer is|i'm|i am|this is|call me|probably|maybe|just|and|but|
+    是|就是|应该是|我是|嗯|嗯嗯|额|呃|哦|那个|那就|那么|就|改成|改为|换成|不对|其实|我想|
+    我要|我想要|要|还是|好的|对|呀|啊|我说|我是说|我的意思是|是说|叫""",
+        "|",
+    )
+)
+_FILLER_TAIL = phrases(
+    wordlist(
+        """please|thanks|thank you|instead|then|i think|i guess|maybe|probably|ok|okay|actually|
+    i mean|thx|吧|啊|呀|哦|呢|嘛|哈|了|的|好了|就行|就好|谢谢|谢谢你|可以吗|行吗|好吗|
+    就可以|哈哈|吧谢谢|先生|女士|小姐""",
+        "|",
+    )
+)
+_POLITE_TAIL = phrases(["please", "thanks", "thank you", "thx", "谢谢", "谢谢你", "麻烦了"])
+_FALLBACK_STOP = phrases(
+    wordlist(
+        """i|you|we|me|my|don't|dont|not|know|want|need|think|sure|maybe|yet|is|are|am|was|can|
+    could|would|should|what|why|how|idea|dunno|whatever|anything|anywhere|somewhere|
+    我|你|不知道|没|想|还|吗|呢|什么|怎么|哪|为什么|随便|都行|不清楚|不确定""",
+        "|",
+    )
+)
+_NEGATION = re.compile(
+    r"(?:(?<![a-z])(?:not|no|never|except|instead of|rather than)|n't(?:\s+(?:want|need|like))?"
+    r"|不是|不要|不用|不坐|不去|不飞|不从|而不是|别|并非|并不是)\s*"
+    r"(?:(?:the|a|an|from|to|on|in|at|fly|go|be|with)\s+)?$"
+)
+_NOT_BUT = (
+    re.compile(r"^\s*(?:并?不是|不要)(?P<old>.+?)[，,\s]*(?:而)?是(?P<new>.+)$"),
+    re.compile(r"^\s*not\s+(?P<old>.+?),?\s+but\s+(?P<new>.+)$", re.IGNORECASE),
+    re.compile(r"^\s*not\s+(?P<old>[^,]+),\s*(?P<new>.+)$", re.IGNORECASE),
+)
+#: Words after an English choice word that show it is not the choice ("business trip").
+_NOT_CHOICE_NEXT = frozenset(
+    wordlist(
+        "trip trips meeting meetings travel purposes purpose reasons reason day days time "
+        "times of thing things hour hours"
+    )
+)
+_WORD = re.compile(r"[^\W\d_][^\W\d_'.\-]*")
+#: A code such as an order number: letters, digits and dashes, not part of "12:30" or "3.5".
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-_/]*(?![:.,]?[A-Za-z0-9])")
+
+
+# --- the slots' readers --------------------------------------------------------------------
+
+
+def extractor_of(slot: Slot) -> str:
+    """How ``slot`` is read: "date", "choice", or one of EXTRACTORS.
+
+    A text slot without ``extractor`` is guessed from its name: "...name"/"passenger" ->
+    person, "origin"/"destination"/"city" -> place, "order_..." -> order_id; a number slot
+    named like an amount ("amount", "price", "refund"...) or without extractor takes amounts.
+    """
+    if slot.kind in ("date", "choice"):
+        return slot.kind
+    if slot.extractor is not None:
+        if slot.extractor not in EXTRACTORS:
+            raise TemplateError(
+                f"slot {slot.name!r}: extractor must be one of {', '.join(EXTRACTORS)}"
+            )
+        return slot.extractor
+    words = slot.name.lower().split("_")
+    if slot.kind == "number":
+        return "amount"
+    if words[0] == "order" and slot.pattern is None:
+        return "order_id"
+    if words[-1] in _PERSON_NAMES or words[0] in ("passenger", "traveller", "traveler"):
+        return "person"
+    if any(w in _PLACE_NAMES for w in words):
+        return "place"
+    return "text"
+
+
+def _role(slot: Slot) -> str | None:
+    words = slot.name.lower().split("_")
+    if any(w in _ORIGIN_NAMES for w in words):
+        return "origin"
+    if any(w in _DESTINATION_NAMES for w in words):
+        return "destination"
+    return None
+
+
+def _listed(words: str | Sequence[str]) -> list[str]:
+    return [words] if isinstance(words, str) else list(words)
+
+
+def _cues(slot: Slot, kind: str) -> list[tuple[str, bool]]:
+    """(cue, before) for ``slot``: declared cues (else defaults), plus its own name."""
+    declared = [c for words in slot.cues.values() for c in _listed(words)]
+    if not declared:
+        defaults = DEFAULT_CUES.get(kind, {})
+        role = _role(slot)
+        if kind == "place" and role is not None:
+            defaults = ROLE_CUES[role]
+        declared = [c for words in defaults.values() for c in _listed(words)]
+    words = slot.name.lower().split("_")
+    names = {" ".join(words), *(w for w in words if len(w) >= 4)}
+    nouns = {c for c in declared if "{}" not in c and (len(c) >= 2 or not is_cjk(c[0]))}
+    out: list[tuple[str, bool]] = []
+    for cue in [*declared, *sorted(names)]:
+        if "{}" in cue:
+            before = cue.strip().startswith("{}")
+            out.append((cue.replace("{}", "").strip(), before))
+            continue
+        out.append((cue, False))
+    for noun in sorted(names | nouns):
+        zh = is_cjk(noun[0])
+        for suffix in _CUE_SUFFIXES_ZH if zh else _CUE_SUFFIXES_EN:
+            out.append((noun + suffix if zh or suffix in ":=" else f"{noun} {suffix}", False))
+    return [(c, b) for c, b in out if c]
+
+
+def _choice_terms(slot: Slot) -> dict[str, str]:
+    assert slot.choices is not None
+    terms = {" ".join(fold(c).split()): c for c in slot.choices}
+    for synonym, choice in slot.synonyms.items():
+        terms.setdefault(" ".join(fold(synonym).split()), choice)
+    return terms
+
+
+# --- one utterance -------------------------------------------------------------------------
+
+
+@dataclass
+class _Item:
+    """Something found in the text: a date, a choice word, an amount, or a blocker."""
+
+    kind: str
+    start: int
+    end: int
+    value: Any = None
+    slot: str | None = None
+    relevant: bool = True
+    used: bool = False
+    reason: str | None = None
+
+
+@dataclass
+class _Candidate:
+    value: Any
+    start: int
+    end: int
+    negated: bool
+    loose: bool = False
+
+
+@dataclass
+class _Hit:
+    start: int
+    end: int
+    roles: list[tuple[Slot, str, bool]]
+
+
+class _Reader:
+    def __init__(
+        self,
+        template: TaskTemplate,
+        text: str,
+        *,
+        today: date,
+        expecting: str | None,
+        correction: bool,
+    ) -> None:
+        self.template = template
+        self.text = text
+        self.folded = fold(text)
+        self.plain = fold(text, lower=False)
+        self.cased = any(ch.isupper() for ch in text)
+        self.today = today
+        self.expecting = template.slot(expecting) if expecting else None
+        self.correction = correction
+        self.kinds = {slot.name: extractor_of(slot) for slot in template.slots}
+        self.items: list[_Item] = []
+        self.claims: list[tuple[int, int]] = []
+        self.hits: list[_Hit] = []
+        self.anchors = 0
+        self.cands: dict[str, list[_Candidate]] = {slot.name: [] for slot in template.slots}
+        self.errors: dict[str, str] = {}
+        self.numbers: list[NumberMatch] = []
+
+    # -- spans
+
+    def taken(self) -> list[tuple[int, int]]:
+        return [*self.claims, *((i.start, i.end) for i in self.items)]
+
+    def claim(self, start: int, end: int) -> None:
+        self.claims.append((start, end))
+
+    def negated(self, start: int) -> bool:
+        head = self.folded[max(0, start - 24) : start]
+        return bool(_NEGATION.search(head))
+
+    def add(self, slot: Slot, value: Any, start: int, end: int, *, loose: bool = False) -> None:
+        self.cands[slot.name].append(
+            _Candidate(value, start, end, self.negated(start), loose=loose)
+        )
+
+    def next_stop(self, pos: int, *, free: bool = False) -> int:
+        stops = [len(self.text)]
+        stops += [h.start for h in self.hits if h.start >= pos]
+        stops += [s for s, _ in self.claims if s >= pos]
+        stops += [
+            i.start
+            for i in self.items
+            if i.start >= pos and (not free or (i.relevant and i.kind != "block"))
+        ]
+        return min(stops)
+
+    def prev_stop(self, pos: int) -> int:
+        stops = [0]
+        stops += [h.end for h in self.hits if h.end <= pos]
+        stops += [e for _, e in self.claims if e <= pos]
+        stops += [i.end for i in self.items if i.end <= pos]
+        return max(stops)
+
+    # -- steps
+
+    def patterns(self) -> None:
+        for slot in self.template.slots:
+            if slot.pattern is None or slot.kind != "text":
+                continue
+            bounded = rf"(?<![A-Za-z0-9])(?:{slot.pattern})(?![A-Za-z0-9])"
+            for flags in (0, re.IGNORECASE):
+                found = False
+                for m in re.finditer(bounded, self.plain, flags):
+                    value = m.group()
+                    if flags and not re.fullmatch(slot.pattern, value):
+                        value = value.upper()
+                        if not re.fullmatch(slot.pattern, value):
+                            continue
+                    if overlaps(m.start(), m.end(), self.claims):
+                        continue
+                    self.add(slot, value, m.start(), m.end())
+                    self.claim(m.start(), m.end())
+                    self.anchors += 1
+                    found = True
+                if found:
+                    break
+
+    def dates(self) -> None:
+        relevant = any(kind == "date" for kind in self.kinds.values())
+        for c in scan_dates(self.text, today=self.today):
+            if overlaps(c.start, c.end, self.claims):
+                continue
+            self.items.append(_date_item(c, relevant))
+
+    def choices(self) -> None:
+        for slot in self.template.slots:
+            if self.kinds[slot.name] != "choice":
+                continue
+            terms = _choice_terms(slot)
+            words = [w for w in slot.name.lower().split("_") if len(w) >= 3]
+            around = re.compile(rf"\s*(?:{'|'.join(map(re.escape, words))})(?![a-z])")
+            for m in phrases(terms).finditer(self.folded):
+                start, end = m.start(), m.end()
+                if overlaps(start, end, self.taken()):
+                    continue
+                term = " ".join(m.group().split())
+                if term.isascii() and self._adverb(start, end, slot):
+                    continue
+                if term.isascii():
+                    following = re.match(r"\s+([a-z]+)", self.folded[end:])
+                    if following and following.group(1) in _NOT_CHOICE_NEXT:
+                        continue
+                tail = around.match(self.folded, end) if words else None
+                if tail:
+                    end = tail.end()
+                self.items.append(_Item("choice", start, end, terms[term], slot=slot.name))
+
+    def _adverb(self, start: int, end: int, slot: Slot) -> bool:
+        """Whether the choice word opens the sentence as an adverb: "First, I need..." does
+        not choose first class."""
+        if self.expecting is not None and self.expecting.name == slot.name:
+            return False
+        opening = not self.folded[:start].strip() or self.folded[:start].rstrip()[-1] in ".!?"
+        rest = self.folded[end:].lstrip()
+        return opening and rest.startswith(",") and bool(rest[1:].strip())
+
+    def amounts(self) -> None:
+        relevant = any(kind in ("amount", "number") for kind in self.kinds.values())
+        for n in find_numbers(self.text):
+            if overlaps(n.start, n.end, self.taken()):
+                continue
+            self.numbers.append(n)
+            if n.currency:
+                self.items.append(_Item("money", n.start, n.end, n.value, relevant=relevant))
+
+    def blockers(self) -> None:
+        for m in _BLOCKERS.finditer(self.folded):
+            if not overlaps(m.start(), m.end(), self.taken()):
+                self.items.append(_Item("block", m.start(), m.end(), relevant=False))
+
+    def cues(self) -> None:
+        table: dict[str, list[tuple[Slot, str, bool]]] = {}
+        for slot in self.template.slots:
+            kind = self.kinds[slot.name]
+            for cue, before in _cues(slot, kind):
+                key = " ".join(fold(cue).split())
+                roles = table.setdefault(key, [])
+                if not any(r[0].name == slot.name and r[2] == before for r in roles):
+                    roles.append((slot, kind, before))
+        if not table:
+            return
+        for m in phrases(table).finditer(self.folded):
+            if overlaps(m.start(), m.end(), self.taken()):
+                continue
+            self.hits.append(_Hit(m.start(), m.end(), table[" ".join(m.group().split())]))
+        for hit in list(self.hits):
+            for direction in (True, False):
+                for slot, kind, before in hit.roles:
+                    if before != direction:
+                        continue
+                    found = (
+                        self.capture_before(hit, kind)
+                        if before
+                        else self.capture_after(hit, slot, kind)
+                    )
+                    if found is None:
+                        continue
+                    value, start, end = found
+                    start, end = min(start, hit.start), max(end, hit.end)
+                    self.add(slot, value, start, end)
+                    self.claim(start, end)
+                    self.anchors += 1
+                    break
+
+    def _item_after(self, pos: int, kind: str, slot: Slot) -> _Item | None:
+        skip = _CONNECTOR.match(self.folded, pos)
+        start = skip.end() if skip else pos
+        for item in self.items:
+            if item.kind == kind and item.start == start and not item.used:
+                if kind == "choice" and item.slot != slot.name:
+                    continue
+                return item
+        return None
+
+    def capture_after(self, hit: _Hit, slot: Slot, kind: str) -> tuple[Any, int, int] | None:
+        if kind in ("date", "choice"):
+            item = self._item_after(hit.end, kind, slot)
+            if item is None or item.value is None:
+                return None
+            item.used = True
+            return item.value, item.start, item.end
+        if kind in ("amount", "number"):
+            skip = _CONNECTOR.match(self.folded, hit.end)
+            start = skip.end() if skip else hit.end
+            for n in self.numbers:
+                if n.start == start:
+                    for item in self.items:
+                        if item.kind == "money" and item.start == n.start:
+                            item.used = True
+                    return n.value, n.start, n.end
+            return None
+        if slot.pattern is not None:
+            kind = "order_id"  # a code: one token with a digit, checked by the pattern
+        stop = self.next_stop(hit.end, free=kind == "text")
+        found = _read_after(self, hit.end, stop, kind)
+        cue = " ".join(self.folded[hit.start : hit.end].split())
+        # "I'm Li Lei" names someone, "I'm tired" does not.
+        weak = cue in _WEAK_CUES
+        if found is not None and weak and not all(w[:1].isupper() for w in str(found[0]).split()):
+            return None
+        return found
+
+    def capture_before(self, hit: _Hit, kind: str) -> tuple[Any, int, int] | None:
+        if kind not in ("place", "person", "text"):
+            return None
+        return _read_before(self, self.prev_stop(hit.start), hit.start, kind)
+
+    def loose(self) -> None:
+        date_slots = [s for s in self.template.slots if self.kinds[s.name] == "date"]
+        free = [s for s in date_slots if not self.cands[s.name]]
+        dates = [i for i in self.items if i.kind == "date" and not i.used and i.value is not None]
+        if len(free) == 1:
+            for item in dates:
+                self.add(free[0], item.value, item.start, item.end, loose=True)
+        else:
+            for slot, item in zip(free, dates, strict=False):
+                self.add(slot, item.value, item.start, item.end, loose=True)
+        for item in self.items:
+            if item.kind == "choice" and not item.used and item.slot is not None:
+                slot = self.template.slot(item.slot)
+                self.add(slot, item.value, item.start, item.end, loose=True)
+                self.anchors += 1
+        money = [s for s in self.template.slots if self.kinds[s.name] == "amount"]
+        money = [s for s in money if not self.cands[s.name]]
+        if money:
+            for item in self.items:
+                if item.kind == "money" and not item.used:
+                    self.add(money[0], item.value, item.start, item.end, loose=True)
+        for slot in date_slots:
+            bad = [i for i in self.items if i.kind == "date" and i.value is None and not i.used]
+            if not self.cands[slot.name] and bad and bad[0].reason:
+                self.errors[slot.name] = bad[0].reason
+                break
+
+    def masked(self) -> str:
+        chars = list(self.text)
+        spans = [*self.claims, *((i.start, i.end) for i in self.items if i.kind != "block")]
+        spans += [(h.start, h.end) for h in self.hits]
+        for start, end in spans:
+            for i in range(start, end):
+                chars[i] = "\x00"
+        return "".join(chars)
+
+    def fragments(self, *, free: bool) -> list[str]:
+        """What is left of the utterance once every value read from it is taken out, in
+        pieces, trimmed of filler; ``free`` text keeps its clauses together."""
+        pieces = re.split(r"\x00+", self.masked())
+        if not free:
+            pieces = [p for piece in pieces for p in re.split(_CLAUSE_SPLIT, piece)]
+        out: list[str] = []
+        for piece in pieces:
+            piece = _not_but(_trim(piece, free=free))
+            if piece and not _starts_negated(piece):
+                out.append(piece)
+        return out
+
+    def fallback(self) -> None:
+        slot = self.expecting
+        if slot is None or self.cands[slot.name] or slot.name in self.errors:
+            return
+        kind = self.kinds[slot.name]
+        if kind in ("amount", "number"):
+            for n in self.numbers:
+                if not overlaps(n.start, n.end, self.taken()):
+                    self.add(slot, n.value, n.start, n.end)
+            if self.cands[slot.name]:
+                return
+        if is_yes(self.text, strict=True) or control_word(self.text) or is_question(self.text):
+            return
+        pieces = self.fragments(free=kind == "text")
+        if not pieces:
+            return
+        if kind in ("place", "person") and slot.pattern is None:
+            for other in pieces:
+                if _FALLBACK_STOP.search(fold(other)):
+                    what = "a place" if kind == "place" else "a name"
+                    self.errors[slot.name] = f"{', '.join(pieces)!r} does not look like {what}"
+                    return
+        if kind == "text":
+            self.cands[slot.name].append(_Candidate(max(pieces, key=len), 0, 0, False))
+            return
+        piece = pieces[-1] if self.correction else pieces[0]
+        if kind == "choice":
+            value = _choice_prefix(slot, piece)
+            if value is not None:
+                self.cands[slot.name].append(_Candidate(value, 0, 0, False))
+            else:
+                self.errors[slot.name] = _reason(slot, piece)
+            return
+        if kind == "date":
+            self.errors[slot.name] = f"{piece!r} is not a date I understand"
+            return
+        if kind in ("amount", "number"):
+            self.errors[slot.name] = f"{piece!r} is not a number"
+            return
+        problem = _shape_problem(piece, kind) if slot.pattern is None else None
+        if problem:
+            self.errors[slot.name] = problem
+            return
+        self.cands[slot.name].append(_Candidate(piece, 0, 0, False))
+
+    def guard(self) -> None:
+        """A question that no cue or choice ties to this task keeps its loose dates and
+        amounts to itself ("what's the weather tomorrow?")."""
+        if self.anchors or not is_question(self.text):
+            return
+        for name, cands in self.cands.items():
+            if self.expecting is not None and name == self.expecting.name:
+                continue
+            self.cands[name] = [c for c in cands if not c.loose]
+
+    def result(self) -> Extraction:
+        out = Extraction(errors=dict(self.errors), correction=self.correction)
+        for slot in self.template.slots:
+            cands = self.cands[slot.name]
+            if not cands:
+                continue
+            kept = [c for c in cands if not c.negated]
+            if not kept:
+                continue
+            distinct = {repr(c.value): c.value for c in kept}
+            if len(distinct) > 1 and not self.correction:
+                # "economy or business?", "明天或者后天": ask rather than guess.
+                shown = ", ".join(str(v) for v in list(distinct.values())[:3])
+                out.errors[slot.name] = f"more than one value given ({shown}); which one?"
+                continue
+            chosen = kept[-1] if self.correction else kept[0]
+            try:
+                out.values[slot.name] = slot.validate(chosen.value)
+            except InvalidSlot as exc:
+                out.errors[slot.name] = exc.reason
+            else:
+                out.errors.pop(slot.name, None)
+        return out
+
+
+_CLAUSE_SPLIT = re.compile(r"[。！？!?；;\n，,、：:]+|\.(?:\s|$)")
+
+
+def _date_item(c: DateCandidate, relevant: bool) -> _Item:
+    value = c.value.isoformat() if c.value is not None else None
+    return _Item("date", c.start, c.end, value, relevant=relevant, reason=c.reason)
+
+
+def _strip_phrases(text: str, head: re.Pattern[str] | None, tail: re.Pattern[str]) -> str:
+    while True:
+        before = text
+        text = strip_punct(text)
+        folded = fold(text)
+        if head is not None:
+            m = head.match(folded)
+            if m and m.end() > 0:
+                text = text[m.end() :]
+                continue
+        for m in tail.finditer(folded):
+            if m.end() == len(folded) and m.start() > 0:
+                text = text[: m.start()]
+                break
+        if text == before:
+            return text
+
+
+def _trim(text: str, *, free: bool = False) -> str:
+    return _strip_phrases(text, _FILLER_HEAD, _POLITE_TAIL if free else _FILLER_TAIL).strip()
+
+
+def _not_but(text: str) -> str:
+    for pattern in _NOT_BUT:
+        m = pattern.match(text)
+        if m:
+            return _trim(m.group("new"))
+    return text
+
+
+def _starts_negated(text: str) -> bool:
+    return bool(re.match(r"(?:not|no|never)(?![a-z])|不是|不要|别", fold(text)))
+
+
+def _choice_prefix(slot: Slot, piece: str) -> str | None:
+    try:
+        value: str = slot.validate(piece)
+        return value
+    except InvalidSlot:
+        pass
+    folded = " ".join(fold(piece).split())
+    if len(folded) < 2:
+        return None
+    found = {c for term, c in _choice_terms(slot).items() if term.startswith(folded)}
+    return found.pop() if len(found) == 1 else None
+
+
+def _reason(slot: Slot, piece: str) -> str:
+    try:
+        slot.validate(piece)
+    except InvalidSlot as exc:
+        return exc.reason
+    return f"{piece!r} is not understood"
+
+
+def _shape_problem(value: str, kind: str) -> str | None:
+    folded = fold(value)
+    if kind == "place":
+        if any(ch.isdigit() for ch in value) or _FALLBACK_STOP.search(folded):
+            return f"{value!r} does not look like a place"
+        if len(value.split()) > 6 or sum(map(is_cjk, value)) > 12:
+            return f"{value!r} does not look like a place"
+    if kind == "person" and (_FALLBACK_STOP.search(folded) or not _looks_like_name(value)):
+        return f"{value!r} does not look like a name"
+    if kind == "order_id" and not re.search(r"\d", value):
+        return f"{value!r} does not look like an order number"
+    return None
+
+
+def _looks_like_name(value: str) -> bool:
+    cjk = sum(map(is_cjk, value))
+    if cjk:
+        return cjk == len(value.replace("·", "")) and 2 <= cjk <= 6
+    words = value.split()
+    return 1 <= len(words) <= 4 and all(_WORD.fullmatch(w) for w in words)
+
+
+def _read_after(reader: _Reader, pos: int, stop: int, kind: str) -> tuple[Any, int, int] | None:
+    text, folded = reader.text, reader.folded
+    skip = _CONNECTOR.match(folded, pos, stop)
+    start = skip.end() if skip else pos
+    if start >= stop:
+        return None
+    if kind == "text":
+        end = start
+        while end < stop and text[end] not in SENTENCE_END:
+            if text[end] == "." and (end + 1 >= len(text) or text[end + 1].isspace()):
+                break
+            end += 1
+        value = _strip_phrases(text[start:end], None, _POLITE_TAIL).strip()
+        return (value, start, start + len(value)) if value else None
+    if kind == "order_id":
+        m = _TOKEN.match(reader.plain, start, stop)
+        if m and re.search(r"\d", m.group()):
+            return m.group(), m.start(), m.end()
+        return None
+    if is_cjk(text[start]):
+        end = start
+        while end < stop and (is_cjk(text[end]) or text[end] == "·"):
+            end += 1
+        cut = (_ZH_PLACE_STOP if kind == "place" else _ZH_NAME_STOP).search(folded, start, end)
+        end = cut.start() if cut else end
+        value = text[start:end]
+        if not value or not _fits(value, kind):
+            return None
+        return value, start, end
+    end = _english_words(reader, start, stop, kind)
+    if end <= start:
+        return None
+    value = text[start:end].rstrip(".'-")
+    return value, start, start + len(value)
+
+
+def _name_word(word: str, cased: bool, first: bool) -> bool:
+    """Whether ``word`` can be part of a place or a name. In a text that uses capitals
+    ("Li Lei", "New York") they start with one, but for particles ("Rio de Janeiro")."""
+    if not cased or word[0].isupper():
+        return True
+    return not first and fold(word) in _NAME_PARTICLES
+
+
+def _english_words(reader: _Reader, start: int, stop: int, kind: str) -> int:
+    """End of the run of name-like words from ``start``, before a stop word."""
+    limit = 5 if kind == "place" else 4
+    stops = _EN_STOP if kind == "place" else _EN_NAME_STOP
+    end = start
+    count = 0
+    pos = start
+    while pos < stop and count < limit:
+        m = _WORD.match(reader.text, pos, stop)
+        if m is None:
+            break
+        word = fold(m.group()).rstrip(".")
+        if word in stops or any(is_cjk(ch) for ch in word):
+            break
+        if not _name_word(m.group(), reader.cased, count == 0):
+            break
+        end = m.end()
+        count += 1
+        gap = re.compile(r"[ \t]+").match(reader.text, end, stop)
+        if gap is None:
+            break
+        pos = gap.end()
+    while count and reader.text[start:end].split()[-1] in _NAME_PARTICLES:
+        end = start + reader.text[start:end].rstrip().rfind(" ")
+        count -= 1
+    return end if count else start
+
+
+def _read_before(reader: _Reader, floor: int, pos: int, kind: str) -> tuple[Any, int, int] | None:
+    text, folded = reader.text, reader.folded
+    end = pos
+    while end > floor and text[end - 1] in " \t":
+        end -= 1
+    if end <= floor:
+        return None
+    if is_cjk(text[end - 1]):
+        start = end
+        while start > floor and is_cjk(text[start - 1]):
+            start -= 1
+        if start > 0 and text[start - 1].isascii() and text[start - 1].isalnum():
+            return None  # "3号线到...": the words belong to "3号线", not a place of their own
+        stops = _ZH_PLACE_STOP if kind == "place" else _ZH_NAME_STOP
+        for m in stops.finditer(folded, start, end):
+            start = max(start, m.end())
+        value = text[start:end]
+        if not value or not _fits(value, kind):
+            return None
+        return value, start, end
+    words = list(_WORD.finditer(text, floor, end))
+    kept: list[re.Match[str]] = []
+    for m in reversed(words):
+        if fold(m.group()).rstrip(".") in _EN_STOP or len(kept) >= 4:
+            break
+        if kept and text[m.end() : kept[-1].start()].strip():
+            break
+        kept.append(m)
+    if not kept or text[kept[0].end() : end].strip():
+        return None
+    first = kept[-1]
+    if not all(_name_word(m.group(), reader.cased, m is first) for m in kept):
+        return None
+    before = [m for m in words if m.end() <= first.start()]
+    if before and fold(before[-1].group()) in _NOT_BEFORE_ORIGIN:
+        return None  # "a flight for Li Lei to Tokyo": Li Lei is not where it starts
+    return text[first.start() : end], first.start(), end
+
+
+def _fits(value: str, kind: str) -> bool:
+    cjk = sum(map(is_cjk, value))
+    if kind == "person":
+        return 2 <= cjk <= 6 if cjk else True
+    if kind == "place":
+        return cjk <= 10
+    return True
+
+
+def extract(
+    template: TaskTemplate,
+    text: str,
+    *,
+    language: str | None = None,
+    today: date,
+    expecting: str | None = None,
+) -> Extraction:
+    """Read ``text`` (one user utterance) for ``template``'s slots.
+
+    ``today`` resolves relative dates (see :func:`relaystate.conversation.clock.now`);
+    ``expecting`` names the slot the task just asked for, so a bare answer ("上海", "Li Lei")
+    fills it. ``language`` ("zh"/"en") is accepted as a hint only: both languages are always
+    read, since people mix them ("从Beijing到Shanghai", "book 商务舱").
+    """
+    reader = _Reader(
+        template, text, today=today, expecting=expecting, correction=is_correction(text)
+    )
+    reader.patterns()
+    reader.dates()
+    reader.choices()
+    reader.amounts()
+    reader.blockers()
+    reader.cues()
+    reader.loose()
+    reader.guard()
+    reader.fallback()
+    return reader.result()
+
+
+__all__ = ["DEFAULT_CUES", "EXTRACTORS", "ROLE_CUES", "Extraction", "extract", "extractor_of"]

@@ -1,0 +1,243 @@
+"""Numbers and amounts in both languages: "300", "1,200.50", "¥300", "$30.50", "30 dollars",
+"300元", "三百", "两百五十块", "1.5万", "thirty-five dollars".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .text import fold
+
+CN_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
+CN_UNITS = {"十": 10, "百": 100, "千": 1000}
+CN_BIG = {"万": 10_000, "亿": 100_000_000}
+CN_NUMERAL = "零〇一二两三四五六七八九十百千万亿"
+
+EN_SMALL = {
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+}
+EN_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+
+_DIGITS = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:\s*([万千]|k(?![a-z])))?")
+_CN = re.compile(rf"[{CN_NUMERAL}]+(?:点[零〇一二三四五六七八九]+)?")
+_EN_WORD = re.compile(r"[a-z]+")
+_PREFIX = re.compile(r"(?:[¥$€£]|(?<![a-z])(?:rmb|cny|usd|eur|gbp|us\$|hk\$))\s*$")
+_SUFFIX = re.compile(
+    r"\s*(?:块钱|人民币|美元|美金|欧元|英镑|港币|元|块|圆)"
+    r"|\s*(?:rmb|cny|yuan|usd|dollars?|bucks|eur|euros?|pounds?|quid)(?![a-z])"
+)
+
+
+@dataclass(frozen=True)
+class NumberMatch:
+    """A number in the text; ``currency`` when a currency sign or word is attached."""
+
+    value: int | float
+    start: int
+    end: int
+    currency: bool
+
+
+def _tidy(value: float) -> int | float:
+    value = round(value, 6)
+    return int(value) if float(value).is_integer() else value
+
+
+def cn_to_number(text: str) -> int | float | None:
+    """Chinese numerals to a number: 三百 -> 300, 两百五十 -> 250, 三百五 -> 350, 一万二 -> 12000,
+    三点五 -> 3.5, 二〇二七 -> 2027. None when ``text`` is not a numeral."""
+    if not text:
+        return None
+    if "点" in text:
+        whole, _, frac = text.partition("点")
+        head = cn_to_number(whole) if whole else 0
+        if head is None or not frac or any(ch not in CN_DIGITS for ch in frac):
+            return None
+        return _tidy(float(f"{int(head)}.{''.join(str(CN_DIGITS[c]) for c in frac)}"))
+    if len(text) > 1 and all(ch in CN_DIGITS for ch in text):
+        return int("".join(str(CN_DIGITS[ch]) for ch in text))
+    total = section = digit = 0
+    last_unit = implied = 0
+    after_unit = False
+    seen = False
+    for ch in text:
+        if ch in CN_DIGITS:
+            digit = CN_DIGITS[ch]
+            # 三百五 (350), 两千五 (2500), 一万二 (12000): a final digit right after a unit
+            # stands for the unit below it.
+            implied = last_unit if after_unit and digit else 0
+            after_unit = False
+            seen = True
+        elif ch in CN_UNITS:
+            unit = CN_UNITS[ch]
+            if digit == 0 and unit == 10:
+                digit = 1
+            section += digit * unit
+            digit = implied = 0
+            last_unit = unit
+            after_unit = seen = True
+        elif ch in CN_BIG:
+            section += digit
+            if section == 0:
+                return None
+            total += section * CN_BIG[ch]
+            section = digit = implied = 0
+            last_unit = CN_BIG[ch]
+            after_unit = True
+        else:
+            return None
+    if not seen:
+        return None
+    if implied >= 100:
+        digit *= implied // 10
+    return total + section + digit
+
+
+def en_to_number(words: list[str]) -> int | None:
+    """English number words to a number: ["two", "hundred", "fifty"] -> 250."""
+    total = current = 0
+    seen = False
+    for word in words:
+        if word in ("and", "a", "an"):
+            continue
+        if word in EN_SMALL:
+            current += EN_SMALL[word]
+            seen = True
+        elif word == "hundred":
+            current = max(current, 1) * 100
+            seen = True
+        elif word in EN_SCALES:
+            total += max(current, 1) * EN_SCALES[word]
+            current = 0
+            seen = True
+        else:
+            return None
+    return total + current if seen else None
+
+
+def _english_runs(folded: str) -> list[tuple[int, int, int]]:
+    """Runs of English number words: (start, end, value)."""
+    runs: list[tuple[int, int, int]] = []
+    words = [(m.start(), m.end(), m.group()) for m in _EN_WORD.finditer(folded)]
+    i = 0
+    while i < len(words):
+        j = i
+        parts: list[str] = []
+        while j < len(words):
+            start, _, word = words[j]
+            if j > i and folded[words[j - 1][1] : start].strip(" -") != "":
+                break
+            next_word = words[j + 1][2] if j + 1 < len(words) else ""
+            number = word in EN_SMALL or word in EN_SCALES
+            article = word in ("a", "an") and not parts and next_word in EN_SCALES
+            joiner = word == "and" and bool(parts) and next_word in EN_SMALL
+            if not (number or article or joiner):
+                break
+            parts.append(word)
+            j += 1
+        value = en_to_number(parts) if parts else None
+        if value is not None:
+            runs.append((words[i][0], words[j - 1][1], value))
+            i = j
+        else:
+            i += 1
+    return runs
+
+
+def find_numbers(text: str) -> list[NumberMatch]:
+    """Every number in ``text``, left to right, with any attached currency in its span."""
+    folded = fold(text)
+    found: list[tuple[int, int, float]] = []
+    for m in _DIGITS.finditer(folded):
+        start, end = m.start(), m.end()
+        before = folded[start - 1] if start else ""
+        after = folded[end] if end < len(folded) else ""
+        if before.isalpha() and before.isascii() and not _PREFIX.search(folded[:start]):
+            continue  # part of a code such as RS123
+        negative = before == "-" and (start < 2 or not folded[start - 2].isalnum())
+        if negative:
+            before = folded[start - 2] if start >= 2 else ""
+        clock = (before == ":" and folded[start - 2 : start - 1].isdigit()) or (
+            after == ":" and folded[end + 1 : end + 2].isdigit()
+        )
+        glued = (
+            clock
+            or (before and before in "-#/")
+            or (after and (after in "%/-" or (after.isascii() and after.isalpha())))
+        )
+        if glued and not _SUFFIX.match(folded, end):
+            continue
+        value = float(m.group(1).replace(",", "") + (m.group(2) or ""))
+        unit = m.group(3)
+        if unit:
+            value *= {"万": 10_000, "千": 1000, "k": 1000}[unit]
+        if negative:
+            value, start = -value, start - 1
+        found.append((start, end, value))
+    for m in _CN.finditer(folded):
+        if not any(ch in "零〇一二两三四五六七八九十" for ch in m.group()):
+            continue
+        cn = cn_to_number(m.group())
+        if cn is not None:
+            found.append((m.start(), m.end(), float(cn)))
+    for start, end, en in _english_runs(folded):
+        found.append((start, end, float(en)))
+    found.sort(key=lambda f: (f[0], -f[1]))
+    result: list[NumberMatch] = []
+    last_end = -1
+    for start, end, value in found:
+        if start < last_end:
+            continue
+        last_end = end
+        currency = False
+        prefix = _PREFIX.search(folded[:start])
+        if prefix:
+            start = prefix.start()
+            currency = True
+        suffix = _SUFFIX.match(folded, end)
+        if suffix:
+            end = suffix.end()
+            currency = True
+        result.append(NumberMatch(_tidy(value), start, end, currency))
+    return result
