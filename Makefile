@@ -12,8 +12,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)  ## the main job: a scripted walk-through on embedded SQLite
+demo: $(STAMP)  ## the main job: a scripted walk-through on embedded SQLite, then the chat
 	$(VENV)/bin/relaystate demo run --dir demo-data
+	@if [ -t 0 ]; then \
+		echo; echo "Now talk to the agents yourself (Ctrl-C to leave; 'continue' to come back):"; \
+		$(VENV)/bin/relaystate chat --user you --store sqlite:///demo-data/chat.db \
+			--ledger demo-data/chat-ledger.db; \
+	fi
 
 test: $(STAMP)  ## the whole test suite
 	$(VENV)/bin/pytest

@@ -386,6 +386,86 @@ def compact(
         out.print(f"Folded {folded} journal entries into baselines.")
 
 
+LangOpt = Annotated[
+    str | None,
+    typer.Option("--lang", help="Reply in zh or en (default: the language the user writes)."),
+]
+
+
+def _conversation(
+    store: str | None, cache: str | None, ledger: str | None, app_ref: str | None
+) -> Any:
+    from .conversation import Conversation
+    from .models import default_model
+
+    return Conversation(_runtime(store, ledger, app_ref, cache), default_model())
+
+
+def _check_lang(lang: str | None) -> None:
+    if lang is not None and lang not in ("zh", "en"):
+        raise ValueError(f"--lang takes zh or en, not {lang!r}")
+
+
+@app.command("say")
+@friendly
+def say(
+    text: Annotated[str, typer.Argument(help="What the user says.")],
+    user: Annotated[str, typer.Option("--user", help="Who is talking.")],
+    session: Annotated[str | None, typer.Option("--session", help="Session id.")] = None,
+    lang: LangOpt = None,
+    store: StoreOpt = None,
+    cache: CacheOpt = None,
+    ledger: LedgerOpt = None,
+    app_ref: AppOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One conversational turn in one process (for scripts): prints the reply or the Turn."""
+    _check_lang(lang)
+    conversation = _conversation(store, cache, ledger, app_ref)
+    try:
+        turn = conversation.handle(user, text, session, language=lang)
+    finally:
+        conversation.runtime.close()
+    if as_json:
+        _emit_json(turn.to_dict())
+    else:
+        out.print(turn.reply, markup=False, highlight=False)
+
+
+@app.command("chat")
+@friendly
+def chat(
+    user: Annotated[str, typer.Option("--user", help="Who is talking.")],
+    session: Annotated[str | None, typer.Option("--session", help="Session id.")] = None,
+    lang: LangOpt = None,
+    store: StoreOpt = None,
+    cache: CacheOpt = None,
+    ledger: LedgerOpt = None,
+    app_ref: AppOpt = None,
+) -> None:
+    """Talk with the demo agents; Ctrl-C any time, a new chat continues where you were."""
+    from .render import turn_panel
+
+    _check_lang(lang)
+    conversation = _conversation(store, cache, ledger, app_ref)
+    out.print("[dim]relaystate chat: Ctrl-C or Ctrl-D to leave; your tasks stay.[/]")
+    try:
+        while True:
+            try:
+                text = out.input("[bold]you>[/] ")
+            except EOFError:
+                break
+            if not text.strip():
+                continue
+            turn = conversation.handle(user, text, session, language=lang)
+            session = turn.session_id
+            out.print(turn_panel(turn))
+    except KeyboardInterrupt:
+        out.print("\n[dim]bye: say “continue” next time.[/]")
+    finally:
+        conversation.runtime.close()
+
+
 @demo_app.command("run")
 @friendly
 def demo_run(

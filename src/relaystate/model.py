@@ -246,6 +246,8 @@ class Session:
     language: str = "en"
     timezone: str = "UTC"
     active_task_ids: list[str] = field(default_factory=list)
+    context: dict[str, JSON] = field(default_factory=dict)
+    """Conversation state that is not task state, e.g. the open tasks a user may pick from."""
     ttl_seconds: int = 86_400
     created_at: datetime = field(default_factory=utcnow)
     updated_at: datetime = field(default_factory=utcnow)
@@ -266,6 +268,7 @@ class Session:
             "language": self.language,
             "timezone": self.timezone,
             "active_task_ids": list(self.active_task_ids),
+            "context": clone(self.context),
             "ttl_seconds": self.ttl_seconds,
             "created_at": to_iso(self.created_at),
             "updated_at": to_iso(self.updated_at),
@@ -280,6 +283,7 @@ class Session:
             language=d.get("language", "en"),
             timezone=d.get("timezone", "UTC"),
             active_task_ids=list(d.get("active_task_ids", [])),
+            context=clone(d.get("context", {})),
             ttl_seconds=int(d.get("ttl_seconds", 86_400)),
             created_at=_req_iso(d["created_at"]),
             updated_at=_req_iso(d["updated_at"]),

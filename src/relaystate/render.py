@@ -93,3 +93,23 @@ def summary(entry: JournalEntry) -> str:
 def short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def turn_panel(turn: Any) -> Any:
+    """The reply beside the task's stage, slots and progress (for ``relaystate chat``)."""
+    from rich.columns import Columns
+    from rich.panel import Panel
+
+    reply = Panel(turn.reply, title="relaystate", title_align="left", border_style="cyan")
+    if turn.state is None:
+        return reply
+    task = turn.state.task
+    facts = Table(show_header=False, box=None)
+    facts.add_row("task", f"{task.type} {task.id[:8]}")
+    facts.add_row("stage", f"{task.stage} ({task.status})")
+    for name, value in task.slots.items():
+        facts.add_row(name, short(value))
+    if task.missing_slots:
+        facts.add_row("missing", ", ".join(task.missing_slots))
+    facts.add_row("progress", f"{task.progress.done}/{task.progress.total} actions")
+    return Columns([reply, Panel(facts, border_style="dim")])

@@ -29,6 +29,8 @@ class Slot:
     pattern: str | None = None
     parser: Callable[[Any], Any] | None = None
     ask: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """What to call this slot in a reply, per language ("date" -> "出发日期")."""
     #: How a text slot's value is read from an utterance (relaystate.conversation): "place",
     #: "person", "order_id", "amount", "number" or "text" (the default: free text).
     extractor: str | None = None
@@ -43,6 +45,10 @@ class Slot:
             raise TemplateError(f"slot {self.name!r}: kind must be one of {SLOT_KINDS}")
         if self.kind == "choice" and not self.choices:
             raise TemplateError(f"slot {self.name!r}: a choice slot needs choices")
+
+    def label(self, language: str = "en") -> str:
+        """This slot's name for people, in ``language`` if declared."""
+        return self.labels.get(language) or self.labels.get("en") or self.name.replace("_", " ")
 
     def question(self, language: str = "en") -> str:
         """The question that asks for this slot, in ``language`` if declared."""
@@ -156,6 +162,7 @@ class TaskTemplate:
         goal: str = "",
         titles: Mapping[str, str] | None = None,
         triggers: Mapping[str, Sequence[str]] | None = None,
+        opening_slot: str | None = None,
     ) -> None:
         self.type = type
         self.version = version
@@ -166,6 +173,8 @@ class TaskTemplate:
         """What to call a task of this type in each language ("flight booking", "机票预订")."""
         self.triggers = {lang: list(words) for lang, words in (triggers or {}).items()}
         """Words per language that start a new task of this type ("book a flight", "订机票")."""
+        self.opening_slot = opening_slot
+        """A slot the opening utterance itself fills ("my phone won't charge" -> symptoms)."""
         self.actions: dict[str, ActionSpec] = {}
         if not self.stages:
             raise TemplateError(f"template {type!r} needs at least one stage")

@@ -7,6 +7,7 @@ yes/no and control words (:func:`is_yes`, :func:`is_no`, :func:`control_word`), 
 
 from .clock import now, today
 from .dates import DateCandidate, DateMatch, find_dates, parse_date, scan_dates
+from .engine import Conversation, Turn
 from .extract import DEFAULT_CUES, EXTRACTORS, ROLE_CUES, Extraction, extract, extractor_of
 from .intents import (
     control_word,
@@ -22,10 +23,12 @@ __all__ = [
     "DEFAULT_CUES",
     "EXTRACTORS",
     "ROLE_CUES",
+    "Conversation",
     "DateCandidate",
     "DateMatch",
     "Extraction",
     "NumberMatch",
+    "Turn",
     "cn_to_number",
     "control_word",
     "detect_language",

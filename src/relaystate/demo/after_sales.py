@@ -24,14 +24,20 @@ def after_sales(ledger: Ledger, *, today: date | None = None) -> TaskTemplate:
         version=1,
         goal="Fix a device that does not work",
         titles={"en": "after-sales service", "zh": "售后服务"},
+        opening_slot="symptoms",
         triggers={
             "en": ["won't charge", "not charging", "broken", "repair", "after-sales"],
             "zh": ["充不进电", "充不上电", "不能充电", "坏了", "维修", "售后"],
         },
         slots=[
-            Slot("symptoms", ask={"en": "What happens exactly?", "zh": "具体是什么症状？"}),
+            Slot(
+                "symptoms",
+                labels={"zh": "症状"},
+                ask={"en": "What happens exactly?", "zh": "具体是什么症状？"},
+            ),
             Slot(
                 "model",
+                labels={"zh": "型号"},
                 choices=MODELS,
                 synonyms={"pixel8": "Pixel 8", "iphone15": "iPhone 15", "mate60": "Mate 60"},
                 ask={"en": "Which phone model is it?", "zh": "手机是什么型号？"},
@@ -39,6 +45,7 @@ def after_sales(ledger: Ledger, *, today: date | None = None) -> TaskTemplate:
             Slot(
                 "purchase_date",
                 kind="date",
+                labels={"zh": "购买日期"},
                 ask={"en": "When did you buy it?", "zh": "什么时候买的？"},
             ),
         ],

@@ -27,16 +27,34 @@ def flight_booking(ledger: Ledger) -> TaskTemplate:
             "zh": ["订机票", "机票", "航班", "飞"],
         },
         slots=[
-            Slot("origin", ask={"en": "Where are you flying from?", "zh": "您从哪里出发？"}),
-            Slot("destination", ask={"en": "Where are you flying to?", "zh": "您要去哪里？"}),
-            Slot("date", kind="date", ask={"en": "On which date?", "zh": "哪天出发？"}),
+            Slot(
+                "origin",
+                labels={"zh": "出发地"},
+                ask={"en": "Where are you flying from?", "zh": "您从哪里出发？"},
+            ),
+            Slot(
+                "destination",
+                labels={"zh": "目的地"},
+                ask={"en": "Where are you flying to?", "zh": "您要去哪里？"},
+            ),
+            Slot(
+                "date",
+                kind="date",
+                labels={"zh": "日期"},
+                ask={"en": "On which date?", "zh": "哪天出发？"},
+            ),
             Slot(
                 "cabin_class",
+                labels={"zh": "舱位"},
                 choices=["economy", "business", "first"],
                 synonyms={"经济舱": "economy", "商务舱": "business", "头等舱": "first"},
                 ask={"en": "Economy, business or first?", "zh": "经济舱、商务舱还是头等舱？"},
             ),
-            Slot("passenger_name", ask={"en": "Who is travelling?", "zh": "乘机人姓名？"}),
+            Slot(
+                "passenger_name",
+                labels={"zh": "乘机人"},
+                ask={"en": "Who is travelling?", "zh": "乘机人姓名？"},
+            ),
         ],
         stages=[
             Stage("collecting", exit=all_required_slots),

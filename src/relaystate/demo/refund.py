@@ -22,11 +22,11 @@ ORDERS: dict[str, dict[str, Any]] = {
 """The demo shop's orders (orders the flight agent created are looked up in the ledger)."""
 
 
-def _positive(value: Any) -> float:
+def _positive(value: Any) -> float | int:
     amount = float(str(value).strip().lstrip("¥$").removesuffix("元"))
     if amount <= 0:
         raise ValueError("the amount must be more than zero")
-    return amount
+    return int(amount) if amount.is_integer() else amount
 
 
 def refund(ledger: Ledger) -> TaskTemplate:
@@ -39,16 +39,22 @@ def refund(ledger: Ledger) -> TaskTemplate:
         slots=[
             Slot(
                 "order_number",
+                labels={"zh": "订单号"},
                 pattern=r"ORD-\d{5}",
                 ask={
                     "en": "What is the order number (like ORD-10001)?",
                     "zh": "订单号是多少（例如 ORD-10001）？",
                 },
             ),
-            Slot("reason", ask={"en": "Why do you want a refund?", "zh": "退款原因是什么？"}),
+            Slot(
+                "reason",
+                labels={"zh": "原因"},
+                ask={"en": "Why do you want a refund?", "zh": "退款原因是什么？"},
+            ),
             Slot(
                 "amount",
                 kind="number",
+                labels={"zh": "金额"},
                 parser=_positive,
                 ask={"en": "How much should be refunded?", "zh": "需要退多少钱？"},
             ),

@@ -1,0 +1,160 @@
+"""Template replies in Chinese and English, driven by the state machine's next step.
+
+Every reply is built from stored task state (slots, actions, status), never from the chat,
+so the first reply after a user comes back says where the task stands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import ActionKind, ActionStatus, Task, TaskState, TaskStatus
+from ..steps import (
+    AskConfirmation,
+    AskSlot,
+    Finished,
+    NeedsAttention,
+    Step,
+    WaitUser,
+)
+from ..templates import TaskTemplate
+
+_WORDS = {
+    "en": {
+        "confirm": "Please confirm your {title}: {values}. Is that right? (yes/no)",
+        "done": "Done: your {title} is complete.",
+        "reference": " Reference: {ref}.",
+        "failed": "Sorry, your {title} could not be completed: {reason}.",
+        "attention": (
+            "I could not confirm whether {action} went through, so I will not repeat it; "
+            "a colleague will check and get back to you."
+        ),
+        "working": "Your {title} is in progress: {status}",
+        "cancelled": "Your {title} is cancelled.",
+        "invalid": "Sorry, {reason}. ",
+        "welcome": "Welcome back. Your {title}{summary} is waiting for {what}. ",
+        "choose": "You have {n} unfinished tasks: {items}. Which one shall we continue? (number)",
+        "item": "{i}) {title}{summary}: waiting for {what}",
+        "none_open": "You have no unfinished tasks. I can help with: {titles}.",
+        "help": "I can help with: {titles}. What would you like to do?",
+        "paused": "OK, your {title} is saved; say “continue” any time, from any device.",
+        "cannot": "Sorry, that cannot be changed now: {reason}.",
+        "confirmation": "your confirmation",
+        "sep": ", ",
+    },
+    "zh": {
+        "confirm": "请确认您的{title}：{values}。对吗？（是/否）",
+        "done": "已完成：您的{title}已办理。",
+        "reference": "编号：{ref}。",
+        "failed": "抱歉，您的{title}未能完成：{reason}。",
+        "attention": (
+            "无法确认{action}是否已成功，为避免重复操作不会重试，已转人工核实，稍后回复您。"
+        ),
+        "working": "您的{title}正在办理中：{status}",
+        "cancelled": "已取消您的{title}。",
+        "invalid": "抱歉，{reason}。",
+        "welcome": "欢迎回来。您的{title}{summary}还差{what}。",
+        "choose": "您有{n}个未完成的任务：{items}。要继续哪一个？（请回复编号）",
+        "item": "{i}）{title}{summary}：还差{what}",
+        "none_open": "您没有未完成的任务。我可以帮您办理：{titles}。",
+        "help": "我可以帮您办理：{titles}。请问需要什么帮助？",
+        "paused": "好的，您的{title}已保存，随时说“继续”即可，换设备也可以。",
+        "cannot": "抱歉，现在无法修改：{reason}。",
+        "confirmation": "您的确认",
+        "sep": "，",
+    },
+}
+
+
+def words(language: str) -> dict[str, str]:
+    return _WORDS.get(language, _WORDS["en"])
+
+
+def values(template: TaskTemplate, task: Task, language: str) -> str:
+    """The filled slots as "label: value" pairs, in template order."""
+    w = words(language)
+    colon = "：" if language == "zh" else ": "
+    return w["sep"].join(
+        f"{s.label(language)}{colon}{task.slots[s.name]}"
+        for s in template.slots
+        if task.slots.get(s.name) is not None
+    )
+
+
+def waiting_for(template: TaskTemplate, task: Task, step: Step, language: str) -> str:
+    if isinstance(step, AskSlot):
+        return template.slot(step.slot).label(language)
+    return words(language)["confirmation"]
+
+
+def reply_for(template: TaskTemplate, state: TaskState, step: Step, language: str) -> str:
+    """What to say after a turn, from the task's next step."""
+    task, w, title = state.task, words(language), template.title(language)
+    if isinstance(step, AskSlot):
+        return template.slot(step.slot).question(language)
+    if isinstance(step, AskConfirmation):
+        return w["confirm"].format(title=title, values=values(template, task, language))
+    if isinstance(step, Finished):
+        if step.status == TaskStatus.DONE:
+            refs = _references(state)
+            return w["done"].format(title=title) + (
+                w["reference"].format(ref=", ".join(refs)) if refs else ""
+            )
+        if step.status == TaskStatus.CANCELLED:
+            return w["cancelled"].format(title=title)
+        failed = [a for a in state.actions if a.status == ActionStatus.FAILED]
+        reason = (failed[0].error or "").split(": ", 1)[-1] if failed else task.status_text
+        return w["failed"].format(title=title, reason=reason)
+    if isinstance(step, NeedsAttention):
+        name = state.action(step.seq).name if step.seq is not None else title
+        return w["attention"].format(action=name)
+    if isinstance(step, WaitUser):
+        return task.status_text
+    return w["working"].format(title=title, status=task.status_text)
+
+
+def welcome(template: TaskTemplate, state: TaskState, step: Step, language: str) -> str:
+    """The first reply on coming back: where the task stands, then its question."""
+    task, w = state.task, words(language)
+    if not task.status.is_open or not isinstance(step, AskSlot | AskConfirmation):
+        return reply_for(template, state, step, language)
+    return w["welcome"].format(
+        title=template.title(language),
+        summary=_summary(template, task, language),
+        what=waiting_for(template, task, step, language),
+    ) + reply_for(template, state, step, language)
+
+
+def choose(items: list[tuple[TaskTemplate, TaskState, Step]], language: str) -> str:
+    w = words(language)
+    listed = w["sep"].join(
+        w["item"].format(
+            i=i,
+            title=template.title(language),
+            summary=_summary(template, state.task, language),
+            what=waiting_for(template, state.task, step, language),
+        )
+        for i, (template, state, step) in enumerate(items, 1)
+    )
+    return w["choose"].format(n=len(items), items=listed)
+
+
+def _summary(template: TaskTemplate, task: Task, language: str) -> str:
+    filled = values(template, task, language)
+    if not filled:
+        return ""
+    return f"（{filled}）" if language == "zh" else f" ({filled})"
+
+
+def _references(state: TaskState) -> list[str]:
+    refs = []
+    for action in state.actions:
+        output: Any = action.output
+        if (
+            action.kind == ActionKind.STEP
+            and action.status == ActionStatus.SUCCESS
+            and isinstance(output, dict)
+            and isinstance(output.get("id"), str)
+        ):
+            refs.append(output["id"])
+    return refs
