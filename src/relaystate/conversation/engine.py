@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidSlot, NotFound, TaskLocked
+from ..errors import InvalidSlot, NotFound, TaskLocked, TemplateError
 from ..model import Action, Message, Session, TaskState, TaskStatus
-from ..models import Model, RouteCandidate, RuleModel
+from ..models import Model, RouteCandidate, RuleModel, SlotSpec
 from ..runtime import Runtime
 from ..steps import AskConfirmation, AskSlot, Step
 from ..templates import TaskTemplate
@@ -248,6 +248,11 @@ class _Turn:
         found = extract(
             template, self.text, language=self.lang, today=self.today, expecting=expecting
         )
+        declined = False
+        if not (found.values or is_yes(self.text) or is_no(self.text)):
+            found.values.update(self._model_values(template))  # rules found nothing
+            for name in found.values:
+                found.errors.pop(name, None)
         try:
             if found.values:
                 state = self.rt.fill(
@@ -273,13 +278,29 @@ class _Turn:
                     session_id=self.session.id,
                     messages=self._said(),
                 )
+                declined = True
         except InvalidSlot as exc:
             return self._reply(state, exc.reason)
         except TaskLocked as exc:
             self.state = state
             return replies.words(self.lang)["cannot"].format(reason=str(exc))
         error = next(iter(found.errors.values()), None)
-        return self._reply(state, error)
+        reply = self._reply(state, error)
+        return replies.words(self.lang)["change_what"] + reply if declined else reply
+
+    def _model_values(self, template: TaskTemplate) -> dict[str, Any]:
+        """Ask the model (if one is configured) for slot values; keep only valid ones."""
+        specs = [SlotSpec.from_slot(slot, language=self.lang) for slot in template.slots]
+        found = self.conv.model.extract(self.text, specs, language=self.lang, today=self.today)
+        values: dict[str, Any] = {}
+        for name, value in (found or {}).items():
+            if value is None:
+                continue
+            try:
+                values[name] = template.slot(name).validate(value)
+            except (InvalidSlot, TemplateError):
+                continue  # a bad answer is dropped: the user is asked instead
+        return values
 
     def _cancel(self, state: TaskState) -> str:
         try:

@@ -40,6 +40,7 @@ _WORDS = {
         "paused": "OK, your {title} is saved; say “continue” any time, from any device.",
         "cannot": "Sorry, that cannot be changed now: {reason}.",
         "confirmation": "your confirmation",
+        "change_what": "OK, what would you like to change? ",
         "sep": ", ",
     },
     "zh": {
@@ -61,6 +62,7 @@ _WORDS = {
         "paused": "好的，您的{title}已保存，随时说“继续”即可，换设备也可以。",
         "cannot": "抱歉，现在无法修改：{reason}。",
         "confirmation": "您的确认",
+        "change_what": "好的，请问要修改哪一项？",
         "sep": "，",
     },
 }
