@@ -23,8 +23,9 @@ demo: $(STAMP)  ## the main job: a scripted walk-through on embedded SQLite, the
 test: $(STAMP)  ## the whole test suite
 	$(VENV)/bin/pytest
 
-bench: $(STAMP)  ## per-turn cost and resume time as history grows, side by side with a raw append
+bench: $(STAMP)  ## per-turn cost as history grows (vs a raw append); SQLite vs PostgreSQL (+Redis)
 	$(PY) bench/turns.py
+	$(PY) bench/stores.py
 
 lint: $(STAMP)  ## ruff (format + lint) and mypy --strict on src/
 	$(VENV)/bin/ruff format --check src tests bench

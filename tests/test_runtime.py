@@ -453,3 +453,20 @@ def test_state_from_a_newer_build_is_refused(rt: Runtime) -> None:
     state.task.schema_version = 99
     with pytest.raises(SchemaTooNew):
         rt.writer.template(state)
+
+
+def test_recover_walks_every_page_of_interrupted_tasks(
+    store_url: str, ledger: Ledger, script: Script, clock: Clock
+) -> None:
+    first = make(store_url, ledger, script, clock)
+    ids = []
+    for _ in range(7):
+        script.plans["reserve"] = [lambda ctx: (_ for _ in ()).throw(Crash())]
+        tid = first.start("alice", "order", slots=FULL).task.id
+        with pytest.raises(Crash):
+            first.confirm(tid, "alice")
+        ids.append(tid)
+    first.store.deregister_worker(first.owner, clock.now)
+    second = Runtime(first.store, first.templates.values(), clock=clock, sleep=clock.sleep)
+    report = second.recover(page=2)
+    assert report.outcomes == dict.fromkeys(ids, "done") and report.examined == 7

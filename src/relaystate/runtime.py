@@ -461,9 +461,14 @@ class Runtime:
         return self.store.list_tasks(user_id, statuses=statuses, limit=limit)
 
     def recover(
-        self, *, limit: int = 10_000, on_task: Callable[[str, str], None] | None = None
+        self,
+        *,
+        limit: int | None = None,
+        page: int = 1000,
+        on_task: Callable[[str, str], None] | None = None,
     ) -> RecoveryReport:
-        """Reconcile actions whose lease expired and continue interrupted tasks.
+        """Reconcile actions whose lease expired and continue interrupted tasks: all of them,
+        or at most ``limit`` tasks.
 
         Run at start-up: a lease held by a dead process on this host, or by a deregistered
         worker, counts as expired at once, so recovery after a crash does not wait.
@@ -472,29 +477,34 @@ class Runtime:
         now = self.clock()
         candidates: dict[str, None] = {}
         held: set[str] = set()
-        actions = self.store.open_actions(limit=limit)
-        # One look per holder, not per action: thousands of actions share a few holders.
-        holders = {a.lease_owner for a in actions if a.lease_owner is not None}
-        stopped = self.store.stopped_workers(holders)
-        gone = functools.cache(
-            lambda owner: lease_expired(
-                owner, None, now, me=self.owner, is_stopped=stopped.__contains__
+        after: str | None = None
+        while True:  # every open action, a page at a time
+            actions = self.store.open_actions(limit=page, after=after)
+            if not actions:
+                break
+            after = actions[-1].id
+            # One look per holder, not per action: thousands of actions share a few holders.
+            holders = {a.lease_owner for a in actions if a.lease_owner is not None}
+            stopped = self.store.stopped_workers(holders)
+            gone = functools.cache(
+                lambda owner, stopped=stopped: lease_expired(
+                    owner, None, now, me=self.owner, is_stopped=stopped.__contains__
+                )
             )
-        )
-        for action in actions:
-            report.examined += 1
-            timed_out = action.lease_expires_at is not None and action.lease_expires_at <= now
-            if action.lease_owner is None or timed_out or gone(action.lease_owner):
-                candidates[action.task_id] = None
-            else:
-                report.skipped += 1
-                held.add(action.task_id)
+            for action in actions:
+                report.examined += 1
+                timed_out = action.lease_expires_at is not None and action.lease_expires_at <= now
+                if action.lease_owner is None or timed_out or gone(action.lease_owner):
+                    candidates[action.task_id] = None
+                else:
+                    report.skipped += 1
+                    held.add(action.task_id)
         # A task can also stop between two actions (after one committed, before the next
         # was recorded): it is running with no open action.
-        for task in self.store.list_tasks(None, statuses=[TaskStatus.RUNNING], limit=limit):
+        for task in self.store.list_tasks(None, statuses=[TaskStatus.RUNNING], limit=10**9):
             if task.id not in held:
                 candidates.setdefault(task.id, None)
-        ids = list(candidates)
+        ids = list(candidates)[:limit]
         try:
             for start in range(0, len(ids), RECOVERY_BATCH):
                 # Claim a batch first: a concurrent recoverer takes other tasks meanwhile.

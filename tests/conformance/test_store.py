@@ -246,3 +246,20 @@ def test_recovery_claims_split_work_and_expire(store: Store) -> None:
     store.release_recovery("c")
     assert store.claim_for_recovery(ids, "b", until=later, now=T0) == ids
     assert store.claim_for_recovery([], "b", until=later, now=T0) == []
+
+
+def test_open_actions_page_by_id_to_the_end(store: Store) -> None:
+    state = create(store, new_task())
+    change(
+        store,
+        state,
+        lambda s: s.actions.extend(
+            action(i, status=ActionStatus.UNKNOWN if i % 3 else ActionStatus.SUCCESS)
+            for i in range(1, 11)
+        ),
+    )
+    seen, after = [], None
+    while page := store.open_actions(limit=3, after=after):
+        seen.extend(a.id for a in page)
+        after = page[-1].id
+    assert seen == sorted(f"a{i}" for i in range(1, 11) if i % 3)

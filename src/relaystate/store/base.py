@@ -84,8 +84,9 @@ class Store(ABC):
         """A user's tasks (all users' for admin), most recently updated first."""
 
     @abstractmethod
-    def open_actions(self, *, limit: int = 1000) -> list[Action]:
-        """Actions in pending, running or unknown state, oldest lease first (for recovery)."""
+    def open_actions(self, *, limit: int = 1000, after: str | None = None) -> list[Action]:
+        """Actions in pending, running or unknown state, by id, those after ``after`` (a page
+        of the whole set: recovery walks it to the end however large it is)."""
 
     @abstractmethod
     def find_action(self, idempotency_key: str) -> Action | None:

@@ -93,13 +93,15 @@ class MemoryStore(Store):
         tasks.sort(key=lambda t: (t.updated_at, t.id), reverse=True)
         return tasks[:limit]
 
-    def open_actions(self, *, limit: int = 1000) -> list[Action]:
+    def open_actions(self, *, limit: int = 1000, after: str | None = None) -> list[Action]:
         wanted = {str(s) for s in OPEN_ACTION_STATUSES}
         with self._lock:
-            rows = [Action.from_dict(a) for a in self._actions.values() if a["status"] in wanted]
-        rows.sort(
-            key=lambda a: (a.lease_expires_at is not None, a.lease_expires_at or a.created_at)
-        )
+            rows = [
+                Action.from_dict(a)
+                for a in self._actions.values()
+                if a["status"] in wanted and (after is None or str(a["id"]) > after)
+            ]
+        rows.sort(key=lambda a: a.id)
         return rows[:limit]
 
     def find_action(self, idempotency_key: str) -> Action | None:

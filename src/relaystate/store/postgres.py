@@ -235,8 +235,8 @@ class PostgresStore(Store):
         rows = self._rows(sql, [*args, max(limit, 0)])
         return [Task.from_dict(r[0]) for r in rows]
 
-    def open_actions(self, *, limit: int = 1000) -> list[Action]:
-        rows = self._rows(_OPEN_ACTIONS, (max(limit, 0),))
+    def open_actions(self, *, limit: int = 1000, after: str | None = None) -> list[Action]:
+        rows = self._rows(_OPEN_ACTIONS, (after or "", max(limit, 0)))
         return [Action.from_dict(r[0]) for r in rows]
 
     def find_action(self, idempotency_key: str) -> Action | None:
@@ -466,7 +466,7 @@ mi AS (
 
 _OPEN_ACTIONS = (
     "SELECT data FROM actions WHERE status IN ({})"  # literal, so the partial index applies
-    " ORDER BY lease_expires_at NULLS FIRST LIMIT %s"
+    ' AND id COLLATE "C" > %s ORDER BY id COLLATE "C" LIMIT %s'
 ).format(", ".join(f"'{s}'" for s in OPEN_ACTION_STATUSES))
 
 

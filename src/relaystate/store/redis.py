@@ -477,8 +477,8 @@ class RedisSessionCache(Store):
     ) -> list[Task]:
         return self.durable.list_tasks(user_id, statuses=statuses, limit=limit)
 
-    def open_actions(self, *, limit: int = 1000) -> list[Action]:
-        return self.durable.open_actions(limit=limit)
+    def open_actions(self, *, limit: int = 1000, after: str | None = None) -> list[Action]:
+        return self.durable.open_actions(limit=limit, after=after)
 
     def find_action(self, idempotency_key: str) -> Action | None:
         return self.durable.find_action(idempotency_key)

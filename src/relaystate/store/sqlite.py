@@ -20,7 +20,6 @@ from pathlib import Path
 
 from ..errors import DuplicateKey, NotFound, VersionConflict
 from ..model import (
-    OPEN_ACTION_STATUSES,
     Action,
     JournalEntry,
     Message,
@@ -197,12 +196,11 @@ class SQLiteStore(Store):
         rows = self._read(sql, [*args, limit])
         return [Task.from_dict(json.loads(str(r[0]))) for r in rows]
 
-    def open_actions(self, *, limit: int = 1000) -> list[Action]:
-        marks = ",".join("?" * len(OPEN_ACTION_STATUSES))
+    def open_actions(self, *, limit: int = 1000, after: str | None = None) -> list[Action]:
         rows = self._read(
-            f"SELECT data FROM actions WHERE status IN ({marks})"
-            " ORDER BY lease_expires_at IS NOT NULL, lease_expires_at LIMIT ?",
-            [*(str(s) for s in OPEN_ACTION_STATUSES), limit],
+            "SELECT data FROM actions WHERE status IN ('pending', 'running', 'unknown')"
+            " AND id > ? ORDER BY id LIMIT ?",
+            (after or "", limit),
         )
         return [Action.from_dict(json.loads(str(r[0]))) for r in rows]
 
