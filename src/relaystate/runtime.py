@@ -102,6 +102,7 @@ class Runtime:
         for template in templates:
             self.register(template)
         self.owner = Owner.current().id
+        self._stopped: set[str] = set()
         self._registered = False
         self.writer = TaskWriter(store, self.templates, clock)
         self.actions = ActionRunner(
@@ -115,7 +116,13 @@ class Runtime:
         self.templates[template.type] = template
 
     def _is_stopped(self, owner_id: str) -> bool:
-        return owner_id in self.store.stopped_workers([owner_id])
+        # A worker that deregistered never comes back: remember it, ask once.
+        if owner_id in self._stopped:
+            return True
+        if owner_id in self.store.stopped_workers([owner_id]):
+            self._stopped.add(owner_id)
+            return True
+        return False
 
     def _ensure_registered(self) -> None:
         if not self._registered:
