@@ -305,3 +305,13 @@ def test_a_model_fills_in_only_where_rules_found_nothing_and_is_validated(
     turn = conv.handle("alice", "somewhere famous for soup dumplings", "s1")
     assert turn.state is not None
     assert turn.state.task.slots == {"origin": "Beijing", "destination": "Shanghai"}
+
+
+def test_an_explicit_task_id_routes_the_turn(conv: Conversation, tmp_path: Path) -> None:
+    refund = conv.handle("alice", "I want a refund", "s1").state
+    conv.handle("alice", "book a flight from Paris", "s1")
+    assert refund is not None
+    turn = conv.handle("alice", "ORD-10003", "s2", task_id=refund.task.id)
+    assert turn.state is not None and turn.state.task.slots == {"order_number": "ORD-10003"}
+    with pytest.raises(Exception, match="no task"):
+        conv.handle("mallory", "ORD-10003", "m1", task_id=refund.task.id)

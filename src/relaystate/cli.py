@@ -412,6 +412,9 @@ def say(
     text: Annotated[str, typer.Argument(help="What the user says.")],
     user: Annotated[str, typer.Option("--user", help="Who is talking.")],
     session: Annotated[str | None, typer.Option("--session", help="Session id.")] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", help="Aim the turn at this Task explicitly.")
+    ] = None,
     lang: LangOpt = None,
     store: StoreOpt = None,
     cache: CacheOpt = None,
@@ -423,7 +426,7 @@ def say(
     _check_lang(lang)
     conversation = _conversation(store, cache, ledger, app_ref)
     try:
-        turn = conversation.handle(user, text, session, language=lang)
+        turn = conversation.handle(user, text, session, language=lang, task_id=task)
     finally:
         conversation.runtime.close()
     if as_json:
