@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import NamedTuple
 
-from .numbers import cn_to_number
+from .numbers import EN_SMALL, cn_to_number
 from .text import fold
 
 Span = tuple[int, int]
@@ -98,18 +98,9 @@ WEEKDAYS = {
 _FULL_WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6, "七": 6}
 EN_COUNTS = {
+    **{word: n for word, n in EN_SMALL.items() if 1 <= n <= 10},
     "a": 1,
     "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
     "a couple of": 2,
     "a few": 3,
 }
