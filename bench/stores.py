@@ -56,7 +56,6 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from relaystate import JournalEntry, Runtime, TaskState, TaskStatus, open_store
@@ -70,7 +69,7 @@ for _path in (str(HERE), str(ROOT)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from turns import chat_template, turn_payload  # noqa: E402  (the same turn as bench/turns.py)
+from turns import chat_template, progress_bar, turn_payload  # noqa: E402  (the same turn as bench/turns.py)
 
 USER = "bench-user"
 APP = "tests.recovery_app:templates"
@@ -484,15 +483,7 @@ def build_recovery_set(
         pg_scalar(url, f'ALTER DATABASE "{source}" SET synchronous_commit = off')
         store = open_store(url)  # no cache: nothing about a session is fabricated
     label = "SQLite" if backend.is_sqlite else "PostgreSQL"
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as progress:
+    with progress_bar(console) as progress:
         bar = progress.add_task(f"{label}: fabricating interrupted tasks", total=n)
         try:
             tasks = fabricate(store, n, mould, lambda: progress.advance(bar))

@@ -324,12 +324,9 @@ class Subject:
         self.runtime.close()
 
 
-def grow(subject: Subject, target: int, console: Console) -> None:
-    """Run real turns until the task's history has ``target`` entries."""
-    missing = target - subject.history()
-    if missing <= 0:
-        return
-    with Progress(
+def progress_bar(console: Console) -> Progress:
+    """The progress bar both benchmark scripts show while they set up (hidden when piped)."""
+    return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -337,7 +334,15 @@ def grow(subject: Subject, target: int, console: Console) -> None:
         console=console,
         transient=True,
         disable=not console.is_terminal,
-    ) as progress:
+    )
+
+
+def grow(subject: Subject, target: int, console: Console) -> None:
+    """Run real turns until the task's history has ``target`` entries."""
+    missing = target - subject.history()
+    if missing <= 0:
+        return
+    with progress_bar(console) as progress:
         bar = progress.add_task(f"{subject.name}: growing history to {target:,}", total=missing)
         for _ in range(missing):
             subject.turn()
