@@ -19,7 +19,7 @@ from relaystate import (
     user_confirmed,
 )
 from relaystate.machine import first_stage, settle
-from relaystate.steps import (
+from relaystate.next_step import (
     AskConfirmation,
     AskSlot,
     Finished,

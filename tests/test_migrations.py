@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from relaystate.errors import SchemaTooNew, StoreURLError
-from relaystate.store import SQLiteStore, Store, migrations, open_store
-from relaystate.store.migrations import Step
+from relaystate.store import SQLiteStore, Store, open_store
+from relaystate.store import schema as migrations
+from relaystate.store.schema import SchemaStep
 
 BACKENDS = ["sqlite", "postgres"]
 SHIPPED_STEPS = migrations.steps
@@ -136,9 +137,9 @@ def extra_step(monkeypatch: pytest.MonkeyPatch, backend: str, sql: str) -> int:
     real = SHIPPED_STEPS
     version = len(real(backend)) + 1
 
-    def steps(name: str) -> tuple[Step, ...]:
+    def steps(name: str) -> tuple[SchemaStep, ...]:
         known = real(name)
-        return (*known, Step(len(known) + 1, "extra", sql))
+        return (*known, SchemaStep(len(known) + 1, "extra", sql))
 
     monkeypatch.setattr(migrations, "steps", steps)
     return version
@@ -273,14 +274,14 @@ def test_a_pre_migration_sqlite_file_is_version_1_with_the_same_schema(tmp_path:
 # -- many processes at once -------------------------------------------------------------------
 OPENER = """
 import sys, time
-from relaystate.store import migrations, open_store
-from relaystate.store.migrations import Step
+from relaystate.store import schema as migrations, open_store
+from relaystate.store.schema import SchemaStep
 
 real = migrations.steps
 
 def steps(backend):
     known = real(backend)
-    return (*known, Step(len(known) + 1, "extra", sys.argv[3]))
+    return (*known, SchemaStep(len(known) + 1, "extra", sys.argv[3]))
 
 migrations.steps = steps
 time.sleep(max(0.0, float(sys.argv[2]) - time.time()))

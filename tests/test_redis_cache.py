@@ -20,7 +20,7 @@ from relaystate import Runtime, TaskStatus, open_store
 from relaystate.demo.ledger import Ledger
 from relaystate.errors import NotFound, StoreURLError
 from relaystate.model import Message, Session, utcnow
-from relaystate.store import MemoryStore, SQLiteStore, Store
+from relaystate.store import InMemoryStore, SQLiteStore, Store
 from relaystate.store.redis import RedisSessionCache
 
 from . import services
@@ -31,7 +31,7 @@ from .support import Script, order_template
 redis = pytest.importorskip("redis")
 
 DURABLE: dict[str, Callable[[Path], Store]] = {
-    "memory": lambda tmp: MemoryStore(),
+    "memory": lambda tmp: InMemoryStore(),
     "sqlite": lambda tmp: SQLiteStore(tmp / "durable.db"),
 }
 
@@ -422,12 +422,12 @@ def test_url_options_repr_and_errors(durable: Store, redis_url: str, raw: Any) -
         f"RedisSessionCache(durable={durable.url!r}, cache={redis_url!r}, ttl=7s, recent=4)"
     )
     cache.close()
-    secret = RedisSessionCache(MemoryStore(), "redis://:hunter2@127.0.0.1:1/0")
+    secret = RedisSessionCache(InMemoryStore(), "redis://:hunter2@127.0.0.1:1/0")
     assert "hunter2" not in repr(secret) and "***" in repr(secret)
     secret.close()
     for bad in ("?ttl=0", "?ttl=soon", "?recent=-1"):
         with pytest.raises(StoreURLError):
-            RedisSessionCache(MemoryStore(), redis_url + bad)
+            RedisSessionCache(InMemoryStore(), redis_url + bad)
     with pytest.raises(StoreURLError):
         open_store("memory://", cache="memcached://localhost")
 
@@ -435,7 +435,7 @@ def test_url_options_repr_and_errors(durable: Store, redis_url: str, raw: Any) -
 def test_an_unreachable_redis_is_left_alone_longer_each_time(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    durable = MemoryStore()
+    durable = InMemoryStore()
     durable.put_session(session())
     cache = RedisSessionCache(durable, f"redis://127.0.0.1:{services.free_port()}/0")
     pauses = []

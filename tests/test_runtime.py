@@ -28,7 +28,7 @@ from relaystate import (
 )
 from relaystate.demo.ledger import Ledger
 from relaystate.machine import MAX_CHECKS
-from relaystate.steps import AskConfirmation, AskSlot, Finished
+from relaystate.next_step import AskConfirmation, AskSlot, Finished
 
 from .support import Clock, Script, order_template
 

@@ -71,8 +71,15 @@ from relaystate import (
 from relaystate.demo.ledger import Ledger
 from relaystate.journal import entry_for
 from relaystate.machine import settle
-from relaystate.steps import InProgress, NeedsAttention, Reconcile, RunAction, WaitRetry, status_for
-from relaystate.store import Commit, MemoryStore, Store
+from relaystate.next_step import (
+    InProgress,
+    NeedsAttention,
+    Reconcile,
+    RunAction,
+    WaitRetry,
+    status_for,
+)
+from relaystate.store import Commit, InMemoryStore, Store
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
@@ -379,7 +386,7 @@ class RelaystateMachine(RuleBasedStateMachine):
         self.clock = Clock()
         self.world = World(os.path.join(self.dir, "ledger.db"))
         self.template = order_template(self.world)
-        self.memory = MemoryStore() if self.backend == "memory" else None
+        self.memory = InMemoryStore() if self.backend == "memory" else None
         self.rts = [self._new_runtime(), self._new_runtime()]
         self.undetected: set[str] = set()  # workers that died and nobody noticed yet
         self.tasks: dict[str, TaskModel] = {}

@@ -24,8 +24,8 @@ from .keys import idempotency_key
 from .leases import lease_expired
 from .machine import settle
 from .model import Action, ActionKind, ActionStatus, TaskState
+from .next_step import RunAction
 from .spec import ActionContext, ActionSpec, Outcome, OutcomeUnknown, PermanentError
-from .steps import RunAction
 from .writer import TaskWriter
 
 JSON = Any

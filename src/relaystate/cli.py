@@ -396,7 +396,7 @@ def _conversation(
     store: str | None, cache: str | None, ledger: str | None, app_ref: str | None
 ) -> Any:
     from .conversation import Conversation
-    from .models import default_model
+    from .llm import default_model
 
     return Conversation(_runtime(store, ledger, app_ref, cache), default_model())
 

@@ -11,27 +11,27 @@ from __future__ import annotations
 from datetime import datetime
 
 from .model import Action, ActionKind, ActionStatus, Progress, TaskState, TaskStatus
-from .spec import ActionSpec
-from .steps import (
+from .next_step import (
     AskConfirmation,
     AskSlot,
     Finished,
     InProgress,
     NeedsAttention,
+    NextStep,
     Reconcile,
     RunAction,
-    Step,
     WaitRetry,
     WaitUser,
     status_for,
 )
+from .spec import ActionSpec
 from .templates import TaskTemplate
 
 MAX_CHECKS = 10
 """How many times an unknown outcome is checked (with backoff) before a person is asked."""
 
 
-def settle(template: TaskTemplate, state: TaskState, now: datetime) -> Step:
+def settle(template: TaskTemplate, state: TaskState, now: datetime) -> NextStep:
     """Advance the stage as far as stored state allows, update derived fields, return the step."""
     task = state.task
     task.missing_slots = [
@@ -60,7 +60,7 @@ def first_stage(template: TaskTemplate, state: TaskState) -> str:
     return template.stages[-1].name
 
 
-def _next_step(template: TaskTemplate, state: TaskState, now: datetime) -> Step:
+def _next_step(template: TaskTemplate, state: TaskState, now: datetime) -> NextStep:
     task = state.task
     if task.status == TaskStatus.CANCELLED:
         return Finished(TaskStatus.CANCELLED)
@@ -90,7 +90,7 @@ def _next_step(template: TaskTemplate, state: TaskState, now: datetime) -> Step:
         task.stage = template.stages[idx].name
 
 
-def _unwind(template: TaskTemplate, state: TaskState, now: datetime) -> Step:
+def _unwind(template: TaskTemplate, state: TaskState, now: datetime) -> NextStep:
     """After a step failed for good: compensate earlier successes in reverse order (saga)."""
     done = [
         a
@@ -119,7 +119,7 @@ def _unwind(template: TaskTemplate, state: TaskState, now: datetime) -> Step:
     return Finished(TaskStatus.FAILED)
 
 
-def _action_step(row: Action, spec: ActionSpec, now: datetime) -> Step | None:
+def _action_step(row: Action, spec: ActionSpec, now: datetime) -> NextStep | None:
     """What a recorded action still needs, or None when it has succeeded."""
     if row.status in (ActionStatus.SUCCESS, ActionStatus.COMPENSATED):
         return None
@@ -150,7 +150,7 @@ def _action_step(row: Action, spec: ActionSpec, now: datetime) -> Step | None:
     return RunAction(row.stage, row.name, row.kind, row.compensates, row.seq)
 
 
-def describe(template: TaskTemplate, state: TaskState, step: Step) -> str:
+def describe(template: TaskTemplate, state: TaskState, step: NextStep) -> str:
     """One human sentence: where the task stands and what happens next."""
     task = state.task
     what = task.type.replace("_", " ")

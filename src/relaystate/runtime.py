@@ -36,7 +36,7 @@ from .model import (
     WorkerInfo,
     utcnow,
 )
-from .steps import InProgress, Reconcile, RunAction, Step, WaitRetry
+from .next_step import InProgress, NextStep, Reconcile, RunAction, WaitRetry
 from .store.base import Store
 from .templates import TaskTemplate
 from .writer import TaskWriter
@@ -56,7 +56,7 @@ class Resumption:
     """Where a task stands after resuming it, computed from stored state alone."""
 
     state: TaskState
-    step: Step
+    step: NextStep
 
     @property
     def task(self) -> Task:
@@ -375,7 +375,7 @@ class Runtime:
         reason: str,
         session_id: str | None,
         messages: Sequence[MessageLike],
-    ) -> tuple[TaskState, Step]:
+    ) -> tuple[TaskState, NextStep]:
         """A change a user asked for, committed with the session and messages of the turn."""
         state, step, _ = self.writer.mutate(
             task_id,
@@ -428,8 +428,8 @@ class Runtime:
         return Resumption(*(self._drive(current, user_id) if run else current))
 
     def _drive(
-        self, current: tuple[TaskState, Step], user_id: str | None, max_steps: int = 200
-    ) -> tuple[TaskState, Step]:
+        self, current: tuple[TaskState, NextStep], user_id: str | None, max_steps: int = 200
+    ) -> tuple[TaskState, NextStep]:
         state, step = current
         for _ in range(max_steps):
             if isinstance(step, RunAction):

@@ -10,9 +10,9 @@ from typing import Any, overload
 
 from .errors import InvalidSlot, TemplateError
 from .model import Task
+from .next_step import AskConfirmation, AskSlot, NextStep, WaitUser
 from .retry import Retry
 from .spec import ActionFn, ActionSpec, InputFn
-from .steps import AskConfirmation, AskSlot, Step, WaitUser
 
 SLOT_KINDS = ("text", "choice", "date", "number")
 
@@ -118,7 +118,7 @@ class Condition:
 
     name: str
     met: Callable[[Task], bool]
-    need: Callable[[Task], Step]
+    need: Callable[[Task], NextStep]
 
 
 def condition(fn: Callable[[Task], bool]) -> Condition:

@@ -17,7 +17,7 @@ from .errors import NotFound, SchemaTooNew, TemplateError, VersionConflict
 from .journal import entry_for
 from .machine import settle
 from .model import SCHEMA_VERSION, Message, Session, TaskState, to_iso
-from .steps import Step
+from .next_step import NextStep
 from .store.base import Commit, Store
 from .templates import TaskTemplate
 
@@ -61,7 +61,7 @@ class TaskWriter:
             raise NotFound(f"no task {task_id}")
         return state
 
-    def current(self, task_id: str, user_id: str | None) -> tuple[TaskState, Step]:
+    def current(self, task_id: str, user_id: str | None) -> tuple[TaskState, NextStep]:
         """The stored state and its next step as of now, without writing anything."""
         state = self.load(task_id, user_id)
         step = settle(self.template(state), state.copy(), self.clock())
@@ -75,7 +75,7 @@ class TaskWriter:
         reason: str,
         session: Session | None = None,
         messages: Iterable[Message] = (),
-    ) -> tuple[TaskState, Step]:
+    ) -> tuple[TaskState, NextStep]:
         now = self.clock()
         step = settle(self.template(state), state, now)
         state.task.version = 1
@@ -94,7 +94,7 @@ class TaskWriter:
         reason: str | Callable[[TaskState], str],
         session: Callable[[TaskState], Session | None] | None = None,
         messages: Callable[[TaskState], Iterable[Message]] | None = None,
-    ) -> tuple[TaskState, Step, bool]:
+    ) -> tuple[TaskState, NextStep, bool]:
         """Apply ``change`` to fresh state until it commits; returns (state, step, written)."""
         conflict: VersionConflict | None = None
         for attempt in range(CONFLICT_ATTEMPTS):

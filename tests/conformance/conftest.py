@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from relaystate.store import MemoryStore, SQLiteStore, Store, open_store
+from relaystate.store import InMemoryStore, SQLiteStore, Store, open_store
 
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Store]] = {
-    "memory": lambda request: MemoryStore(),
+    "memory": lambda request: InMemoryStore(),
     "sqlite": lambda request: SQLiteStore(request.getfixturevalue("tmp_path") / "conformance.db"),
     "postgres": lambda request: open_store(request.getfixturevalue("postgres_url")),
     "postgres+redis": lambda request: open_store(

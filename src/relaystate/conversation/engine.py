@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidSlot, NotFound, TaskLocked, TemplateError
+from ..llm import Model, RouteCandidate, RuleModel, SlotSpec
 from ..model import Action, Message, Session, TaskState, TaskStatus
-from ..models import Model, RouteCandidate, RuleModel, SlotSpec
+from ..next_step import AskConfirmation, AskSlot, NextStep
 from ..runtime import Runtime
-from ..steps import AskConfirmation, AskSlot, Step
 from ..templates import TaskTemplate
 from . import replies
 from .clock import today
@@ -205,7 +205,7 @@ class _Turn:
     def _template(self, state: TaskState) -> TaskTemplate:
         return self.rt.writer.template(state)
 
-    def _step(self, state: TaskState) -> Step:
+    def _step(self, state: TaskState) -> NextStep:
         return self.rt.resume(state.task.id, self.user_id, run=False).step
 
     def _said(self) -> list[tuple[str, str]]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import ActionKind, ActionStatus, Task, TaskState, TaskStatus
-from ..steps import (
+from ..next_step import (
     AskConfirmation,
     AskSlot,
     Finished,
     NeedsAttention,
-    Step,
+    NextStep,
     WaitUser,
 )
 from ..templates import TaskTemplate
@@ -83,13 +83,13 @@ def values(template: TaskTemplate, task: Task, language: str) -> str:
     )
 
 
-def waiting_for(template: TaskTemplate, task: Task, step: Step, language: str) -> str:
+def waiting_for(template: TaskTemplate, task: Task, step: NextStep, language: str) -> str:
     if isinstance(step, AskSlot):
         return template.slot(step.slot).label(language)
     return words(language)["confirmation"]
 
 
-def reply_for(template: TaskTemplate, state: TaskState, step: Step, language: str) -> str:
+def reply_for(template: TaskTemplate, state: TaskState, step: NextStep, language: str) -> str:
     """What to say after a turn, from the task's next step."""
     task, w, title = state.task, words(language), template.title(language)
     if isinstance(step, AskSlot):
@@ -115,7 +115,7 @@ def reply_for(template: TaskTemplate, state: TaskState, step: Step, language: st
     return w["working"].format(title=title, status=task.status_text)
 
 
-def welcome(template: TaskTemplate, state: TaskState, step: Step, language: str) -> str:
+def welcome(template: TaskTemplate, state: TaskState, step: NextStep, language: str) -> str:
     """The first reply on coming back: where the task stands, then its question."""
     task, w = state.task, words(language)
     if not task.status.is_open or not isinstance(step, AskSlot | AskConfirmation):
@@ -127,7 +127,7 @@ def welcome(template: TaskTemplate, state: TaskState, step: Step, language: str)
     ) + reply_for(template, state, step, language)
 
 
-def choose(items: list[tuple[TaskTemplate, TaskState, Step]], language: str) -> str:
+def choose(items: list[tuple[TaskTemplate, TaskState, NextStep]], language: str) -> str:
     w = words(language)
     listed = w["sep"].join(
         w["item"].format(

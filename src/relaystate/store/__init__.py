@@ -6,10 +6,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..errors import StoreURLError
 from .base import Commit, Store
-from .memory import MemoryStore
+from .inmemory import InMemoryStore
 from .sqlite import SQLiteStore
 
-__all__ = ["Commit", "MemoryStore", "SQLiteStore", "Store", "open_store"]
+__all__ = ["Commit", "InMemoryStore", "SQLiteStore", "Store", "open_store"]
 
 
 def open_store(url: str, *, cache: str | None = None, migrate: bool = True) -> Store:
@@ -38,7 +38,7 @@ def open_store(url: str, *, cache: str | None = None, migrate: bool = True) -> S
 def _durable(url: str, *, migrate: bool = True) -> Store:
     parts = urlsplit(url)
     if parts.scheme == "memory":
-        return MemoryStore(url)
+        return InMemoryStore(url)
     if parts.scheme == "sqlite":
         path = parts.path[1:] if parts.path.startswith("/") else parts.path
         if parts.netloc or not path:

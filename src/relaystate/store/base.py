@@ -24,7 +24,7 @@ from ..model import (
     TaskStatus,
     WorkerInfo,
 )
-from .migrations import SchemaStatus, Step
+from .schema import SchemaStatus, SchemaStep
 
 
 @dataclass
@@ -160,7 +160,7 @@ class Store(ABC):
         versioned migrations (memory). Opening a store normally upgrades it already."""
         return None
 
-    def upgrade_schema(self) -> list[Step]:
+    def upgrade_schema(self) -> list[SchemaStep]:
         """Apply pending schema migrations; returns the steps this call applied."""
         return []
 

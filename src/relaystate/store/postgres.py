@@ -44,7 +44,7 @@ from ..model import (
     TaskStatus,
     WorkerInfo,
 )
-from . import migrations
+from . import schema
 from .base import Commit, Store
 
 DEFAULT_POOL_SIZE = 10
@@ -90,7 +90,7 @@ class PostgresStore(Store):
             raise StoreUnavailable(f"cannot connect to {self._where}: {reason}") from None
         with first:
             if migrate:
-                migrations.upgrade(_Schema(first, self._where))
+                schema.upgrade(_Schema(first, self._where))
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             conninfo,
             min_size=1,
@@ -110,13 +110,13 @@ class PostgresStore(Store):
         with self._conn() as conn:
             return conn.execute(sql, args).fetchall()
 
-    def schema_status(self) -> migrations.SchemaStatus:
+    def schema_status(self) -> schema.SchemaStatus:
         with self._conn() as conn:
-            return migrations.status(_Schema(conn, self._where))
+            return schema.status(_Schema(conn, self._where))
 
-    def upgrade_schema(self) -> list[migrations.Step]:
+    def upgrade_schema(self) -> list[schema.SchemaStep]:
         with self._conn() as conn:
-            return migrations.upgrade(_Schema(conn, self._where))
+            return schema.upgrade(_Schema(conn, self._where))
 
     # -- tasks, actions, journal -------------------------------------------------------
     def commit(self, commit: Commit) -> None:
@@ -496,7 +496,7 @@ class _Schema:
             row = self._conn.execute(_READ_VERSION).fetchone()
             yield 0 if row is None else int(row[0])
 
-    def apply(self, step: migrations.Step) -> None:
+    def apply(self, step: schema.SchemaStep) -> None:
         self._conn.execute(step.sql)
         self._conn.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', %s)"

@@ -55,7 +55,7 @@ from ..model import (
     utcnow,
 )
 from .base import Commit, Store
-from .migrations import SchemaStatus, Step
+from .schema import SchemaStatus, SchemaStep
 
 try:
     import redis
@@ -515,7 +515,7 @@ class RedisSessionCache(Store):
     def schema_status(self) -> SchemaStatus | None:
         return self.durable.schema_status()
 
-    def upgrade_schema(self) -> list[Step]:
+    def upgrade_schema(self) -> list[SchemaStep]:
         return self.durable.upgrade_schema()
 
     def close(self) -> None:

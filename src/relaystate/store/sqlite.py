@@ -4,7 +4,7 @@
 ``?synchronous=normal`` in the URL to trade that for speed. Every write takes the database
 lock up front (``BEGIN IMMEDIATE``) so concurrent processes queue instead of failing
 half-way; optimistic locking on the task version decides who wins. The schema comes from
-the versioned steps in ``migrations/sqlite/``, applied on open.
+the versioned steps in ``schema/sqlite/``, applied on open.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ..model import (
     WorkerInfo,
     to_iso,
 )
-from . import migrations
+from . import schema
 from .base import Commit, Store
 
 
@@ -76,13 +76,13 @@ class SQLiteStore(Store):
                     raise
                 time.sleep(0.005)
 
-    def schema_status(self) -> migrations.SchemaStatus:
+    def schema_status(self) -> schema.SchemaStatus:
         with self._lock:
-            return migrations.status(self._schema)
+            return schema.status(self._schema)
 
-    def upgrade_schema(self) -> list[migrations.Step]:
+    def upgrade_schema(self) -> list[schema.SchemaStep]:
         with self._lock:
-            return migrations.upgrade(self._schema)
+            return schema.upgrade(self._schema)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -379,7 +379,7 @@ class _Schema:
             row = db.execute(_READ_VERSION).fetchone()
             yield 0 if row is None else int(row[0])
 
-    def apply(self, step: migrations.Step) -> None:
+    def apply(self, step: schema.SchemaStep) -> None:
         db = self._store._db
         for statement in _statements(step.sql):
             db.execute(statement)

@@ -73,7 +73,7 @@ class Finished:
     status: TaskStatus
 
 
-Step = (
+NextStep = (
     AskSlot
     | AskConfirmation
     | WaitUser
@@ -86,7 +86,7 @@ Step = (
 )
 
 
-def status_for(step: Step) -> TaskStatus:
+def status_for(step: NextStep) -> TaskStatus:
     """The task status that a next step implies."""
     if isinstance(step, AskSlot | AskConfirmation | WaitUser):
         return TaskStatus.WAITING_USER

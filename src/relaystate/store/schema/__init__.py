@@ -22,13 +22,13 @@ from typing import Protocol
 
 from ...errors import SchemaTooNew
 
-__all__ = ["Database", "SchemaStatus", "Step", "latest", "status", "steps", "upgrade"]
+__all__ = ["Database", "SchemaStatus", "SchemaStep", "latest", "status", "steps", "upgrade"]
 
 _STEP_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
 @dataclass(frozen=True)
-class Step:
+class SchemaStep:
     """One schema change: the version it brings the database to, and its SQL."""
 
     version: int
@@ -50,7 +50,7 @@ class SchemaStatus:
     backend: str
     current: int
     latest: int
-    pending: tuple[Step, ...]
+    pending: tuple[SchemaStep, ...]
 
     @property
     def up_to_date(self) -> bool:
@@ -88,18 +88,18 @@ class Database(Protocol):
         Commits when the block ends normally and rolls back when it raises.
         """
 
-    def apply(self, step: Step) -> None:
+    def apply(self, step: SchemaStep) -> None:
         """Run ``step`` inside the transaction of :meth:`locked` and record its version."""
 
 
 @functools.cache
-def steps(backend: str) -> tuple[Step, ...]:
+def steps(backend: str) -> tuple[SchemaStep, ...]:
     """The backend's migration steps in version order (versions 1, 2, ... without gaps)."""
     found = []
     for entry in resources.files(__name__).joinpath(backend).iterdir():
         match = _STEP_FILE.match(entry.name)
         if match:
-            found.append(Step(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+            found.append(SchemaStep(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
     found.sort(key=lambda s: s.version)
     if [s.version for s in found] != list(range(1, len(found) + 1)):
         raise RuntimeError(f"migration steps for {backend} are not numbered 1..n: {found}")
@@ -126,7 +126,7 @@ def refuse_if_too_new(db: Database, current: int) -> None:
         )
 
 
-def upgrade(db: Database) -> list[Step]:
+def upgrade(db: Database) -> list[SchemaStep]:
     """Apply the pending steps in order, one transaction each; returns those applied here.
 
     Safe to run from many processes at once: each step re-reads the version under the lock,
@@ -134,7 +134,7 @@ def upgrade(db: Database) -> list[Step]:
     """
     current = db.applied_version()
     refuse_if_too_new(db, current)
-    applied: list[Step] = []
+    applied: list[SchemaStep] = []
     for step in steps(db.backend)[current:]:
         with db.locked() as current:
             refuse_if_too_new(db, current)

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from relaystate import Slot
-from relaystate.models import (
+from relaystate.llm import (
     Model,
     OpenAICompatibleModel,
     RouteCandidate,

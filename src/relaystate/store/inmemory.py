@@ -25,7 +25,7 @@ from ..model import (
 from .base import Commit, Store
 
 
-class MemoryStore(Store):
+class InMemoryStore(Store):
     def __init__(self, url: str = "memory://") -> None:
         self.url = url
         self._lock = threading.RLock()
