@@ -42,6 +42,7 @@ from relaystate import (
     Outcome,
     Retry,
     Runtime,
+    Scope,
     Slot,
     Stage,
     TaskTemplate,
@@ -51,6 +52,8 @@ from relaystate import (
 )
 from relaystate.demo.ledger import Ledger
 from relaystate.model import utcnow
+
+ADMIN = Scope.admin("test")
 
 USER = "alice"
 DECLARATIONS = {
@@ -138,9 +141,11 @@ def _emit(**fields: Any) -> None:
 def run(args: argparse.Namespace) -> None:
     rt = _runtime(args)
     _emit(event="started", owner=rt.owner, pid=os.getpid())
-    rt.start(USER, "payment", task_id=args.task_id, slots={"amount": 120})
-    rt.fill(args.task_id, USER, {"payee": "ACME Ltd"})
-    state = rt.confirm(args.task_id, USER)  # runs the actions; a failpoint may kill us here
+    rt.start(Scope.user(USER), "payment", task_id=args.task_id, slots={"amount": 120})
+    rt.fill(Scope.user(USER), args.task_id, {"payee": "ACME Ltd"})
+    state = rt.confirm(
+        Scope.user(USER), args.task_id
+    )  # runs the actions; a failpoint may kill us here
     _emit(event="finished", status=str(state.task.status), version=state.task.version)
     rt.close()
 
@@ -161,7 +166,7 @@ def recover(args: argparse.Namespace) -> None:
         for a in rt.store.open_actions()
     ]
     began = time.monotonic()
-    report = rt.recover()
+    report = rt.recover(ADMIN)
     elapsed = time.monotonic() - began
     _emit(
         owner=rt.owner,
@@ -179,7 +184,7 @@ def recover(args: argparse.Namespace) -> None:
 def resume(args: argparse.Namespace) -> None:
     rt = _runtime(args)
     began = time.monotonic()
-    resumption = rt.resume(args.task_id)
+    resumption = rt.resume(ADMIN, args.task_id)
     _emit(
         owner=rt.owner,
         elapsed=time.monotonic() - began,

@@ -12,6 +12,7 @@ import sys
 
 from relaystate import (
     Runtime,
+    Scope,
     Slot,
     Stage,
     TaskState,
@@ -48,8 +49,8 @@ def main() -> None:
                     landed["conflicts"] += 1
             try:
                 rt.fill(
+                    Scope.user(user),
                     shared,
-                    user,
                     {"note": f"{me}-{i}"},
                     session_id=f"s-{me}",
                     messages=[("user", f"turn {i} from {me}")],

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from relaystate import Runtime, open_store
+from relaystate import Runtime, Scope, open_store
 from relaystate.demo import templates
 
 
@@ -34,9 +34,11 @@ def booked(tmp_path: Path) -> tuple[str, str]:
     """A store with one open and one finished flight booking for alice."""
     url = f"sqlite:///{tmp_path}/cli.db"
     with Runtime(open_store(url), templates(tmp_path / "cli-ledger.db")) as rt:
-        open_id = rt.start("alice", "flight_booking", slots={"origin": "Beijing"}).task.id
+        open_id = rt.start(
+            Scope.user("alice"), "flight_booking", slots={"origin": "Beijing"}
+        ).task.id
         done = rt.start(
-            "alice",
+            Scope.user("alice"),
             "flight_booking",
             slots={
                 "origin": "Beijing",
@@ -46,7 +48,7 @@ def booked(tmp_path: Path) -> tuple[str, str]:
                 "passenger_name": "Alice",
             },
         )
-        rt.confirm(done.task.id, "alice")
+        rt.confirm(Scope.user("alice"), done.task.id)
     return url, open_id
 
 

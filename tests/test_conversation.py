@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from relaystate import Runtime, TaskStatus, open_store
+from relaystate import Runtime, Scope, TaskStatus, open_store
 from relaystate.conversation import Conversation, Turn
 from relaystate.demo import Ledger, templates
 
@@ -94,14 +94,14 @@ def shape(turn: dict[str, Any]) -> tuple[Any, ...]:
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_scripts_in_one_process(conv: Conversation, name: str) -> None:
     for text, expected in SCRIPTS[name]:
-        turn = conv.handle("alice", text, "s1")
+        turn = conv.handle(Scope.user("alice"), text, "s1")
         assert expected in turn.reply, (text, turn.reply)
     assert turn.state is not None and not turn.state.task.status.is_open
 
 
 def test_slot_values_are_plain_json_and_corrections_keep_history(conv: Conversation) -> None:
     for text, _ in FLIGHT_EN[:5]:
-        turn = conv.handle("alice", text, "s1")
+        turn = conv.handle(Scope.user("alice"), text, "s1")
     assert turn.state is not None
     assert turn.state.task.slots == {
         "origin": "Beijing",
@@ -110,7 +110,7 @@ def test_slot_values_are_plain_json_and_corrections_keep_history(conv: Conversat
         "cabin_class": "business",
         "passenger_name": "Alice Wang",
     }
-    _, entries = conv.runtime.history(turn.state.task.id, "alice")
+    _, entries = conv.runtime.history(Scope.user("alice"), turn.state.task.id)
     cabins = [c.get("after") for e in entries for c in e.changes if c["path"][-1] == "cabin_class"]
     assert cabins == ["economy", "business"]  # the old value stays in the journal
 
@@ -119,7 +119,9 @@ def test_slot_values_are_plain_json_and_corrections_keep_history(conv: Conversat
 def test_a_new_process_per_turn_gives_identical_turns(
     conv: Conversation, tmp_path: Path, name: str
 ) -> None:
-    in_process = [shape(conv.handle("alice", text, "s1").to_dict()) for text, _ in SCRIPTS[name]]
+    in_process = [
+        shape(conv.handle(Scope.user("alice"), text, "s1").to_dict()) for text, _ in SCRIPTS[name]
+    ]
     store = f"sqlite:///{tmp_path}/say.db"
     ledger = str(tmp_path / "say-ledger.db")
     separate = []
@@ -160,55 +162,55 @@ def say(
 
 
 def test_two_tasks_in_one_session_keep_their_own_slots(conv: Conversation) -> None:
-    conv.handle("alice", "book a flight from Beijing to Shanghai", "s1")
-    turn = conv.handle("alice", "I also want a refund", "s1")
+    conv.handle(Scope.user("alice"), "book a flight from Beijing to Shanghai", "s1")
+    turn = conv.handle(Scope.user("alice"), "I also want a refund", "s1")
     assert turn.state is not None and turn.state.task.type == "refund"
-    conv.handle("alice", "ORD-10001", "s1")
-    turn = conv.handle("alice", "continue", "s1")  # back to the most recent: the refund
+    conv.handle(Scope.user("alice"), "ORD-10001", "s1")
+    turn = conv.handle(Scope.user("alice"), "continue", "s1")  # back to the most recent: the refund
     assert "refund" in turn.reply
-    open_types = {t.type: t for t in conv.runtime.open_tasks("alice")}
+    open_types = {t.type: t for t in conv.runtime.open_tasks(Scope.user("alice"))}
     assert open_types["flight_booking"].slots == {"origin": "Beijing", "destination": "Shanghai"}
     assert open_types["refund"].slots == {"order_number": "ORD-10001"}
 
 
 def test_leaving_and_continuing_from_a_new_session(conv: Conversation) -> None:
-    conv.handle("alice", "我要订机票，从北京到上海", "phone")
-    turn = conv.handle("alice", "继续", "laptop")
+    conv.handle(Scope.user("alice"), "我要订机票，从北京到上海", "phone")
+    turn = conv.handle(Scope.user("alice"), "继续", "laptop")
     assert turn.reply.startswith("欢迎回来。您的机票预订（出发地：北京，目的地：上海）还差日期。")
-    turn = conv.handle("alice", "明天", "laptop")
+    turn = conv.handle(Scope.user("alice"), "明天", "laptop")
     assert turn.state is not None and turn.state.task.slots["date"] == "2026-11-30"
 
 
 def test_continue_with_several_open_tasks_lists_them_to_pick(conv: Conversation) -> None:
-    conv.handle("alice", "book a flight from Paris", "a")
-    conv.handle("alice", "I want a refund", "b")
-    turn = conv.handle("alice", "where were we?", "c")
+    conv.handle(Scope.user("alice"), "book a flight from Paris", "a")
+    conv.handle(Scope.user("alice"), "I want a refund", "b")
+    turn = conv.handle(Scope.user("alice"), "where were we?", "c")
     assert "You have 2 unfinished tasks" in turn.reply and "1) refund" in turn.reply
-    turn = conv.handle("alice", "2", "c")
+    turn = conv.handle(Scope.user("alice"), "2", "c")
     assert turn.state is not None and turn.state.task.type == "flight_booking"
     assert "Welcome back" in turn.reply and "Where are you flying to?" in turn.reply
 
 
 def test_cancelling_and_switching_language(conv: Conversation) -> None:
-    turn = conv.handle("alice", "book a flight from Paris to Rome", "s1")
+    turn = conv.handle(Scope.user("alice"), "book a flight from Paris to Rome", "s1")
     assert turn.language == "en"
-    turn = conv.handle("alice", "算了，取消吧", "s1")
+    turn = conv.handle(Scope.user("alice"), "算了，取消吧", "s1")
     assert turn.reply == "已取消您的机票预订。" and turn.language == "zh"
     assert turn.state is not None and turn.state.task.status == TaskStatus.CANCELLED
-    turn = conv.handle("alice", "hello", "s1")
+    turn = conv.handle(Scope.user("alice"), "hello", "s1")
     assert turn.reply.startswith("I can help with: flight booking, refund")
 
 
 def test_messages_follow_the_task_and_nobody_else_sees_them(conv: Conversation) -> None:
-    conv.handle("alice", "I want a refund", "s1")
-    said = conv.runtime.messages("s1", "alice")
+    conv.handle(Scope.user("alice"), "I want a refund", "s1")
+    said = conv.runtime.messages(Scope.user("alice"), "s1")
     assert [(m.role, m.text) for m in said] == [
         ("user", "I want a refund"),
         ("assistant", "What is the order number (like ORD-10001)?"),
     ]
-    assert conv.runtime.messages("s1", "mallory") == []
+    assert conv.runtime.messages(Scope.user("mallory"), "s1") == []
     with pytest.raises(Exception, match="no session s1"):
-        conv.handle("mallory", "hi", "s1")
+        conv.handle(Scope.user("mallory"), "hi", "s1")
 
 
 def test_a_crash_while_creating_the_order_tells_the_real_outcome(tmp_path: Path) -> None:
@@ -262,7 +264,7 @@ def test_bad_input_to_say_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 
 def test_turn_json_has_the_documented_names(conv: Conversation) -> None:
-    turn: Turn = conv.handle("alice", "book a flight from Beijing", "s1")
+    turn: Turn = conv.handle(Scope.user("alice"), "book a flight from Beijing", "s1")
     data = turn.to_dict()
     assert {"session_id", "reply", "task", "actions"} <= set(data)
     assert set(data["task"]) >= {
@@ -300,18 +302,18 @@ class ScriptedModel:
 def test_a_model_fills_in_only_where_rules_found_nothing_and_is_validated(
     conv: Conversation,
 ) -> None:
-    conv.handle("alice", "book a flight from Beijing", "s1")
+    conv.handle(Scope.user("alice"), "book a flight from Beijing", "s1")
     conv.model = ScriptedModel({"destination": "Shanghai", "cabin_class": "luxury"})
-    turn = conv.handle("alice", "somewhere famous for soup dumplings", "s1")
+    turn = conv.handle(Scope.user("alice"), "somewhere famous for soup dumplings", "s1")
     assert turn.state is not None
     assert turn.state.task.slots == {"origin": "Beijing", "destination": "Shanghai"}
 
 
 def test_an_explicit_task_id_routes_the_turn(conv: Conversation, tmp_path: Path) -> None:
-    refund = conv.handle("alice", "I want a refund", "s1").state
-    conv.handle("alice", "book a flight from Paris", "s1")
+    refund = conv.handle(Scope.user("alice"), "I want a refund", "s1").state
+    conv.handle(Scope.user("alice"), "book a flight from Paris", "s1")
     assert refund is not None
-    turn = conv.handle("alice", "ORD-10003", "s2", task_id=refund.task.id)
+    turn = conv.handle(Scope.user("alice"), "ORD-10003", "s2", task_id=refund.task.id)
     assert turn.state is not None and turn.state.task.slots == {"order_number": "ORD-10003"}
     with pytest.raises(Exception, match="no task"):
-        conv.handle("mallory", "ORD-10003", "m1", task_id=refund.task.id)
+        conv.handle(Scope.user("mallory"), "ORD-10003", "m1", task_id=refund.task.id)

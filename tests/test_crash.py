@@ -46,9 +46,11 @@ from typing import Any
 
 import pytest
 
-from relaystate import ActionStatus, Runtime, TaskState, TaskStatus, open_store
+from relaystate import ActionStatus, Runtime, Scope, TaskState, TaskStatus, open_store
 from relaystate.demo.ledger import Ledger
 from relaystate.failpoints import ENV, POINTS
+
+ADMIN = Scope.admin("test")
 
 AGENT = Path(__file__).with_name("crash_agent.py")
 TASK = "task-1"
@@ -161,12 +163,12 @@ def look(setup: Setup) -> Seen:
     """The task, its journal and the ledger as stored right now (read-only)."""
     rt = Runtime(open_store(setup.store), [])
     try:
-        state = rt.task(TASK)
-        baseline, entries = rt.history(TASK)
+        state = rt.task(ADMIN, TASK)
+        baseline, entries = rt.history(ADMIN, TASK)
         assert baseline is None
         versions = [e.version for e in entries]
         assert versions == list(range(1, state.task.version + 1)), versions  # no gaps
-        assert rt.replay(TASK).to_dict() == state.to_dict()
+        assert rt.replay(ADMIN, TASK).to_dict() == state.to_dict()
         journal = [e.to_dict() for e in entries]
     finally:
         rt.close()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from relaystate import InvalidSlot, Runtime, TaskLocked, TaskStatus, open_store
+from relaystate import InvalidSlot, Runtime, Scope, TaskLocked, TaskStatus, open_store
 from relaystate.demo import Ledger, after_sales, refund, templates
 
 
@@ -25,15 +25,17 @@ def test_the_demo_set_has_three_agents_with_titles_and_triggers(tmp_path: Path) 
 
 def test_a_refund_looks_up_the_order_then_refunds_once(ledger: Ledger) -> None:
     rt = Runtime(open_store("memory://"), [refund(ledger)])
-    state = rt.start("bob", "refund", slots={"order_number": "ORD-10001", "reason": "broken"})
+    state = rt.start(
+        Scope.user("bob"), "refund", slots={"order_number": "ORD-10001", "reason": "broken"}
+    )
     with pytest.raises(InvalidSlot, match="more than zero"):
-        rt.fill(state.task.id, "bob", {"amount": "-5"})
+        rt.fill(Scope.user("bob"), state.task.id, {"amount": "-5"})
     with pytest.raises(InvalidSlot, match="expected form"):
-        rt.fill(state.task.id, "bob", {"order_number": "10001"})
-    state = rt.fill(state.task.id, "bob", {"amount": "¥120"})
+        rt.fill(Scope.user("bob"), state.task.id, {"order_number": "10001"})
+    state = rt.fill(Scope.user("bob"), state.task.id, {"amount": "¥120"})
     assert state.task.stage == "confirming"
     assert state.actions[0].output["total"] == 299.0
-    state = rt.confirm(state.task.id, "bob")
+    state = rt.confirm(Scope.user("bob"), state.task.id)
     assert state.task.status == TaskStatus.DONE
     [entry] = ledger.entries()
     assert (entry["kind"], entry["effect"]["amount"], entry["requests"]) == ("refund", 120, 1)
@@ -42,11 +44,13 @@ def test_a_refund_looks_up_the_order_then_refunds_once(ledger: Ledger) -> None:
 def test_a_refund_above_the_order_total_fails_with_the_reason(ledger: Ledger) -> None:
     rt = Runtime(open_store("memory://"), [refund(ledger)])
     slots = {"order_number": "ORD-10002", "reason": "late", "amount": 500}
-    state = rt.confirm(rt.start("bob", "refund", slots=slots).task.id, "bob")
+    state = rt.confirm(
+        Scope.user("bob"), rt.start(Scope.user("bob"), "refund", slots=slots).task.id
+    )
     assert state.task.status == TaskStatus.FAILED
     assert "more than the order total of 49" in state.task.status_text
     assert ledger.entries() == []
-    unknown = rt.start("bob", "refund", slots={**slots, "order_number": "ORD-99999"})
+    unknown = rt.start(Scope.user("bob"), "refund", slots={**slots, "order_number": "ORD-99999"})
     assert unknown.task.status == TaskStatus.FAILED
     assert "there is no order ORD-99999" in unknown.task.status_text
 
@@ -59,10 +63,10 @@ def test_after_sales_opens_a_repair_or_a_paid_return(
 ) -> None:
     rt = Runtime(open_store("memory://"), [after_sales(ledger, today=date(2026, 11, 29))])
     slots = {"symptoms": "手机充不进电", "model": "mate60", "purchase_date": bought}
-    state = rt.start("li", "after_sales", slots=slots)
+    state = rt.start(Scope.user("li"), "after_sales", slots=slots)
     assert state.task.stage == "confirming" and state.task.slots["model"] == "Mate 60"
     assert [a.name for a in state.actions] == ["diagnose", "check_warranty"]
-    state = rt.confirm(state.task.id, "li")
+    state = rt.confirm(Scope.user("li"), state.task.id)
     assert state.task.status == TaskStatus.DONE
     assert [e["kind"] for e in ledger.entries()] == [kind]
 
@@ -70,12 +74,12 @@ def test_after_sales_opens_a_repair_or_a_paid_return(
 def test_a_changed_order_number_looks_the_order_up_again(ledger: Ledger) -> None:
     rt = Runtime(open_store("memory://"), [refund(ledger)])
     slots = {"order_number": "ORD-10001", "reason": "broken", "amount": 100}
-    state = rt.start("bob", "refund", slots=slots)
+    state = rt.start(Scope.user("bob"), "refund", slots=slots)
     assert state.actions[0].output["item"] == "wireless earbuds"
-    state = rt.fill(state.task.id, "bob", {"order_number": "ORD-10003"})
+    state = rt.fill(Scope.user("bob"), state.task.id, {"order_number": "ORD-10003"})
     assert state.task.stage == "confirming" and state.actions[0].attempts == 1
     assert state.actions[0].output["item"] == "smart watch"
-    state = rt.confirm(state.task.id, "bob")
+    state = rt.confirm(Scope.user("bob"), state.task.id)
     assert state.task.status == TaskStatus.DONE
     with pytest.raises(TaskLocked, match="is done"):
-        rt.fill(state.task.id, "bob", {"amount": 5})
+        rt.fill(Scope.user("bob"), state.task.id, {"amount": 5})

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from relaystate import ActionStatus, Runtime, TaskStatus, open_store
+from relaystate import ActionStatus, Runtime, Scope, TaskStatus, open_store
 from relaystate.demo.ledger import Ledger
 
 from . import recovery_app
+
+ADMIN = Scope.admin("test")
 
 TASKS = 1000
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,9 +38,9 @@ def test_two_recoverers_reconcile_each_action_exactly_once(
     crashed = Runtime(open_store(url), recovery_app.templates())
     ids = []
     for _ in range(TASKS):
-        task_id = crashed.start("u", "payment", run=False).task.id
+        task_id = crashed.start(Scope.user("u"), "payment", run=False).task.id
         with pytest.raises(recovery_app.Crash):
-            crashed.advance(task_id)
+            crashed.advance(ADMIN, task_id)
         ids.append(task_id)
     crashed.close()  # deregisters: its leases count as expired at once
     monkeypatch.delenv("RECOVERY_CRASH")
@@ -63,10 +65,10 @@ def test_two_recoverers_reconcile_each_action_exactly_once(
         reconciled: Counter[str] = Counter()
         workers: Counter[str] = Counter()
         for task_id in ids:
-            state = rt.task(task_id)
+            state = rt.task(ADMIN, task_id)
             assert state.task.status == TaskStatus.DONE
             assert [a.status for a in state.actions] == [ActionStatus.SUCCESS]
-            _, entries = rt.history(task_id)
+            _, entries = rt.history(ADMIN, task_id)
             takes = [e for e in entries if e.reason.startswith("reconciling pay")]
             reconciled[task_id] = len(takes)
             workers.update(e.actor for e in takes)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from relaystate import Runtime, TaskStatus, open_store
+from relaystate import Runtime, Scope, TaskStatus, open_store
 from relaystate.demo.ledger import Ledger
 from relaystate.errors import NotFound, StoreURLError
 from relaystate.model import Message, Session, utcnow
@@ -167,12 +167,12 @@ def test_an_expired_cache_entry_never_resurrects_an_expired_session(
     tmp_path: Path, redis_url: str, raw: Any
 ) -> None:
     rt = Runtime(open_store(f"sqlite:///{tmp_path}/rt.db", cache=redis_url), [])
-    phone = rt.open_session("alice", "phone", ttl=timedelta(seconds=30))
+    phone = rt.open_session(Scope.user("alice"), "phone", ttl=timedelta(seconds=30))
     raw.delete(*keys("phone"))  # evicted from Redis early
-    again = rt.open_session("alice", "phone")
+    again = rt.open_session(Scope.user("alice"), "phone")
     assert again.created_at == phone.created_at  # still alive: rebuilt, not replaced
     rt.store.put_session(_expired(again))
-    again = rt.open_session("alice", "phone")
+    again = rt.open_session(Scope.user("alice"), "phone")
     assert again.created_at > phone.created_at  # expired: a new session, tasks unaffected
     rt.close()
 
@@ -290,21 +290,27 @@ def test_turns_commit_and_reads_fall_back_when_redis_stops(
             open_store(f"sqlite:///{tmp_path}/rt.db", cache=url),
             [order_template(ledger, Script())],
         )
-        s = rt.open_session("alice")
+        s = rt.open_session(Scope.user("alice"))
         tid = rt.start(
-            "alice", "order", session_id=s.id, slots={"item": "tea"}, messages=[("user", "tea")]
+            Scope.user("alice"),
+            "order",
+            session_id=s.id,
+            slots={"item": "tea"},
+            messages=[("user", "tea")],
         ).task.id
-        assert [m.text for m in rt.messages(s.id, "alice")] == ["tea"]
+        assert [m.text for m in rt.messages(Scope.user("alice"), s.id)] == ["tea"]
     # the Redis server is gone now
     caplog.set_level(logging.WARNING, "relaystate.store.redis")
     started = time.monotonic()
-    state = rt.fill(tid, "alice", {"size": "M"}, session_id=s.id, messages=[("user", "M")])
-    state = rt.confirm(tid, "alice", session_id=s.id, messages=[("user", "yes")])
+    state = rt.fill(
+        Scope.user("alice"), tid, {"size": "M"}, session_id=s.id, messages=[("user", "M")]
+    )
+    state = rt.confirm(Scope.user("alice"), tid, session_id=s.id, messages=[("user", "yes")])
     assert state.task.status == TaskStatus.DONE
-    assert [m.text for m in rt.messages(s.id, "alice")] == ["tea", "M", "yes"]
+    assert [m.text for m in rt.messages(Scope.user("alice"), s.id)] == ["tea", "M", "yes"]
     stored = rt.store.get_session(s.id, user_id="alice")
     assert stored is not None and stored.active_task_ids == [tid]
-    assert rt.open_session("alice", s.id).created_at == s.created_at
+    assert rt.open_session(Scope.user("alice"), s.id).created_at == s.created_at
     assert time.monotonic() - started < 5  # no stall on the dead server
     assert any("using the durable store" in r.getMessage() for r in caplog.records)
     # the server comes back (empty, on the same port): after the pause the cache is used again
@@ -313,7 +319,7 @@ def test_turns_commit_and_reads_fall_back_when_redis_stops(
         cache = rt.store
         assert isinstance(cache, RedisSessionCache)
         cache._down_until = 0  # skip the back-off pause
-        assert [m.text for m in rt.messages(s.id, "alice")] == ["tea", "M", "yes"]
+        assert [m.text for m in rt.messages(Scope.user("alice"), s.id)] == ["tea", "M", "yes"]
         assert any("reachable again" in r.getMessage() for r in caplog.records)
         client = redis.Redis.from_url(url, decode_responses=True)
         assert client.exists(keys(s.id)[1]) == 1
@@ -379,27 +385,33 @@ def test_runtime_turns_through_the_cache_take_at_most_two_round_trips(
     store = open_store(f"sqlite:///{tmp_path}/rt.db", cache=redis_url)
     assert isinstance(store, RedisSessionCache) and store.url == f"sqlite:///{tmp_path}/rt.db"
     rt = Runtime(store, [order_template(ledger, Script())])
-    s = rt.open_session("alice")
+    s = rt.open_session(Scope.user("alice"))
     state = rt.start(
-        "alice", "order", session_id=s.id, slots={"item": "tea"}, messages=[("user", "tea")]
+        Scope.user("alice"),
+        "order",
+        session_id=s.id,
+        slots={"item": "tea"},
+        messages=[("user", "tea")],
     )
-    assert [m.text for m in rt.messages(s.id, "alice")] == ["tea"]  # fills the list
+    assert [m.text for m in rt.messages(Scope.user("alice"), s.id)] == ["tea"]  # fills the list
     spy = Spy(monkeypatch, store.durable, "messages", "get_session")
     with round_trips(monkeypatch) as sent:
         rt.fill(
+            Scope.user("alice"),
             state.task.id,
-            "alice",
             {"size": "medium"},
             session_id=s.id,
             messages=[("user", "medium"), ("bot", "confirm?")],
         )
     assert len(sent) <= 2, sent  # the session read, then one script for session + messages
     with round_trips(monkeypatch) as sent:
-        done = rt.confirm(state.task.id, "alice", session_id=s.id, messages=[("user", "yes")])
+        done = rt.confirm(
+            Scope.user("alice"), state.task.id, session_id=s.id, messages=[("user", "yes")]
+        )
     assert len(sent) <= 2, sent
     assert done.task.status == TaskStatus.DONE
     with round_trips(monkeypatch) as sent:
-        shown = rt.messages(s.id, "alice")
+        shown = rt.messages(Scope.user("alice"), s.id)
     assert len(sent) == 1
     assert spy.calls == {"messages": 2, "get_session": 0}  # only the two id read-backs
     assert [m.text for m in shown] == ["tea", "medium", "confirm?", "yes"]

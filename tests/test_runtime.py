@@ -21,6 +21,7 @@ from relaystate import (
     PermanentError,
     Runtime,
     SchemaTooNew,
+    Scope,
     TaskLocked,
     TaskStatus,
     TemplateError,
@@ -31,6 +32,8 @@ from relaystate.machine import MAX_CHECKS
 from relaystate.next_step import AskConfirmation, AskSlot, Finished
 
 from .support import Clock, Script, order_template
+
+ADMIN = Scope.admin("test")
 
 FULL = {"item": "tea", "size": "M"}
 
@@ -82,81 +85,85 @@ def effects(ledger: Ledger, kind: str) -> list[dict[str, Any]]:
 
 
 def test_happy_path_reaches_done_with_one_effect_each(rt: Runtime, ledger: Ledger) -> None:
-    session = rt.open_session("alice")
+    session = rt.open_session(Scope.user("alice"))
     state = rt.start(
-        "alice", "order", session_id=session.id, slots={"item": "tea"}, messages=[("user", "tea")]
+        Scope.user("alice"),
+        "order",
+        session_id=session.id,
+        slots={"item": "tea"},
+        messages=[("user", "tea")],
     )
     assert (state.task.stage, state.task.status) == ("collecting", TaskStatus.WAITING_USER)
     assert state.task.missing_slots == ["size"]
     assert "waiting for size" in state.task.status_text
-    state = rt.fill(state.task.id, "alice", {"size": "medium"}, session_id=session.id)
+    state = rt.fill(Scope.user("alice"), state.task.id, {"size": "medium"}, session_id=session.id)
     assert state.task.slots == FULL and state.task.stage == "confirming"
-    assert isinstance(rt.resume(state.task.id, "alice").step, AskConfirmation)
-    state = rt.confirm(state.task.id, "alice")
+    assert isinstance(rt.resume(Scope.user("alice"), state.task.id).step, AskConfirmation)
+    state = rt.confirm(Scope.user("alice"), state.task.id)
     assert (state.task.stage, state.task.status) == ("done", TaskStatus.DONE)
     assert (state.task.progress.done, state.task.progress.total) == (3, 3)
     assert [a.status for a in state.actions] == [ActionStatus.SUCCESS] * 3
     assert [(e["requests"], e["effects"]) for e in ledger.entries()] == [(1, 1), (1, 1)]
-    assert rt.replay(state.task.id).to_dict() == state.to_dict()
-    assert [m.text for m in rt.messages(session.id, "alice")] == ["tea"]
+    assert rt.replay(ADMIN, state.task.id).to_dict() == state.to_dict()
+    assert [m.text for m in rt.messages(Scope.user("alice"), session.id)] == ["tea"]
     stored = rt.store.get_session(session.id, user_id="alice")
     assert stored is not None and stored.active_task_ids == [state.task.id]
 
 
 def test_every_version_replays_to_the_state_it_had(rt: Runtime, clock: Clock) -> None:
     seen = {}
-    state = rt.start("alice", "order", slots={"item": "tea"})
+    state = rt.start(Scope.user("alice"), "order", slots={"item": "tea"})
     seen[state.task.version] = state.to_dict()
     for step in (
-        lambda tid: rt.fill(tid, "alice", {"size": "S"}),
-        lambda tid: rt.fill(tid, "alice", {"size": "L", "note": "hot"}),
-        lambda tid: rt.confirm(tid, "alice", False),
-        lambda tid: rt.confirm(tid, "alice", True, run=False),
+        lambda tid: rt.fill(Scope.user("alice"), tid, {"size": "S"}),
+        lambda tid: rt.fill(Scope.user("alice"), tid, {"size": "L", "note": "hot"}),
+        lambda tid: rt.confirm(Scope.user("alice"), tid, False),
+        lambda tid: rt.confirm(Scope.user("alice"), tid, True, run=False),
     ):
         clock.advance(seconds=1)
         state = step(state.task.id)
         seen[state.task.version] = state.to_dict()
-    state = rt.advance(state.task.id)
+    state = rt.advance(ADMIN, state.task.id)
     seen[state.task.version] = state.to_dict()
-    _, entries = rt.history(state.task.id)
+    _, entries = rt.history(ADMIN, state.task.id)
     assert [e.version for e in entries] == list(range(1, state.task.version + 1))
     for version, expected in seen.items():
-        assert rt.replay(state.task.id, version).to_dict() == expected
+        assert rt.replay(ADMIN, state.task.id, version).to_dict() == expected
     for entry in entries:  # every point replays, and time points agree with versions
-        by_version = rt.replay(state.task.id, entry.version)
+        by_version = rt.replay(ADMIN, state.task.id, entry.version)
         assert by_version.task.version == entry.version
-        assert rt.replay(state.task.id, entry.at).task.version >= entry.version
+        assert rt.replay(ADMIN, state.task.id, entry.at).task.version >= entry.version
 
 
 def test_a_turn_journals_only_its_delta(rt: Runtime) -> None:
-    state = rt.start("alice", "order", slots={"item": "tea"})
-    rt.fill(state.task.id, "alice", {"note": "no sugar"})
-    _, entries = rt.history(state.task.id)
+    state = rt.start(Scope.user("alice"), "order", slots={"item": "tea"})
+    rt.fill(Scope.user("alice"), state.task.id, {"note": "no sugar"})
+    _, entries = rt.history(ADMIN, state.task.id)
     paths = {tuple(c["path"]) for c in entries[-1].changes}
     assert paths == {("task", "slots", "note"), ("task", "status_text")}  # "2 of 3 filled"
 
 
 def test_invalid_values_change_nothing(rt: Runtime) -> None:
-    state = rt.start("alice", "order", slots={"item": "tea"})
+    state = rt.start(Scope.user("alice"), "order", slots={"item": "tea"})
     with pytest.raises(InvalidSlot, match="not one of S, M, L"):
-        rt.fill(state.task.id, "alice", {"size": "XXL"})
+        rt.fill(Scope.user("alice"), state.task.id, {"size": "XXL"})
     with pytest.raises(InvalidSlot, match="no such slot"):
-        rt.fill(state.task.id, "alice", {"colour": "red"})
+        rt.fill(Scope.user("alice"), state.task.id, {"colour": "red"})
     with pytest.raises(InvalidSlot):
-        rt.start("alice", "order", slots={"size": "huge"})
-    assert rt.task(state.task.id).task.version == state.task.version
+        rt.start(Scope.user("alice"), "order", slots={"size": "huge"})
+    assert rt.task(ADMIN, state.task.id).task.version == state.task.version
     with pytest.raises(TemplateError, match="unknown task type"):
-        rt.start("alice", "nope")
+        rt.start(Scope.user("alice"), "nope")
 
 
 def test_a_correction_replaces_the_value_and_asks_to_confirm_again(rt: Runtime) -> None:
-    state = rt.start("alice", "order", slots=FULL)
+    state = rt.start(Scope.user("alice"), "order", slots=FULL)
     assert state.task.stage == "confirming"
-    state = rt.fill(state.task.id, "alice", {"size": "L"})
+    state = rt.fill(Scope.user("alice"), state.task.id, {"size": "L"})
     assert state.task.slots["size"] == "L" and state.task.confirmed is False
-    state = rt.confirm(state.task.id, "alice", False)
-    assert isinstance(rt.resume(state.task.id, "alice").step, AskConfirmation)
-    _, entries = rt.history(state.task.id)
+    state = rt.confirm(Scope.user("alice"), state.task.id, False)
+    assert isinstance(rt.resume(Scope.user("alice"), state.task.id).step, AskConfirmation)
+    _, entries = rt.history(ADMIN, state.task.id)
     size_history = [
         c.get("after")
         for e in entries
@@ -167,12 +174,12 @@ def test_a_correction_replaces_the_value_and_asks_to_confirm_again(rt: Runtime) 
 
 
 def test_slots_are_locked_once_actions_ran(rt: Runtime) -> None:
-    state = rt.start("alice", "order", slots=FULL)
-    state = rt.confirm(state.task.id, "alice")
+    state = rt.start(Scope.user("alice"), "order", slots=FULL)
+    state = rt.confirm(Scope.user("alice"), state.task.id)
     with pytest.raises(TaskLocked):
-        rt.fill(state.task.id, "alice", {"size": "S"})
+        rt.fill(Scope.user("alice"), state.task.id, {"size": "S"})
     with pytest.raises(TaskLocked):
-        rt.cancel(state.task.id, "alice")
+        rt.cancel(Scope.user("alice"), state.task.id)
 
 
 def test_transient_failures_retry_with_backoff(
@@ -183,8 +190,8 @@ def test_transient_failures_retry_with_backoff(
 
     script.plans["reserve"] = [flaky, flaky]
     start = clock.now
-    state = rt.start("alice", "order", slots=FULL)
-    state = rt.confirm(state.task.id, "alice")
+    state = rt.start(Scope.user("alice"), "order", slots=FULL)
+    state = rt.confirm(Scope.user("alice"), state.task.id)
     reserve = state.actions[0]
     assert state.task.status == TaskStatus.DONE
     assert reserve.attempts == 3 and reserve.status == ActionStatus.SUCCESS
@@ -199,12 +206,12 @@ def test_a_retry_too_far_away_waits_for_resume(
 
     rt = make(store_url, ledger, script, clock, retry=Retry(max_attempts=2, initial_interval=60))
     script.plans["reserve"] = [lambda ctx: (_ for _ in ()).throw(ConnectionError("busy"))]
-    state = rt.start("alice", "order", slots=FULL)
-    state = rt.confirm(state.task.id, "alice")
+    state = rt.start(Scope.user("alice"), "order", slots=FULL)
+    state = rt.confirm(Scope.user("alice"), state.task.id)
     assert state.task.status == TaskStatus.RUNNING
     assert "waiting to retry reserve" in state.task.status_text
     clock.advance(seconds=61)
-    state = rt.resume(state.task.id, "alice").state
+    state = rt.resume(Scope.user("alice"), state.task.id).state
     assert state.task.status == TaskStatus.DONE
 
 
@@ -212,8 +219,8 @@ def test_failure_for_good_compensates_in_reverse_order(
     rt: Runtime, ledger: Ledger, script: Script
 ) -> None:
     script.plans["notify"] = [lambda ctx: (_ for _ in ()).throw(PermanentError("no address"))]
-    state = rt.start("alice", "order", slots=FULL)
-    state = rt.confirm(state.task.id, "alice")
+    state = rt.start(Scope.user("alice"), "order", slots=FULL)
+    state = rt.confirm(Scope.user("alice"), state.task.id)
     assert state.task.status == TaskStatus.FAILED
     assert script.calls == ["reserve", "pay", "notify", "pay.compensate", "reserve.compensate"]
     statuses = {a.name: a.status for a in state.actions}
@@ -234,8 +241,8 @@ def test_a_timeout_is_unknown_and_checked_before_any_retry(
         return effect
 
     script.plans["pay"] = [slow]
-    state = rt.start("alice", "order", slots=FULL)
-    state = rt.confirm(state.task.id, "alice")
+    state = rt.start(Scope.user("alice"), "order", slots=FULL)
+    state = rt.confirm(Scope.user("alice"), state.task.id)
     assert state.task.status == TaskStatus.DONE
     assert script.calls.count("pay") == 1 and "pay.check" in script.calls
     pay = next(a for a in state.actions if a.name == "pay")
@@ -250,7 +257,9 @@ def test_not_found_downstream_is_repeated_with_the_same_key(
         raise OutcomeUnknown("connection reset")
 
     script.plans["pay"] = [lost]
-    state = rt.confirm(rt.start("alice", "order", slots=FULL).task.id, "alice")
+    state = rt.confirm(
+        Scope.user("alice"), rt.start(Scope.user("alice"), "order", slots=FULL).task.id
+    )
     pay = next(a for a in state.actions if a.name == "pay")
     assert state.task.status == TaskStatus.DONE and pay.attempts == 2
     assert script.calls.count("pay") == 2 and script.calls.count("pay.check") == 1
@@ -267,14 +276,16 @@ def test_an_unknown_unsafe_effect_without_check_needs_a_person(
         raise RuntimeError("socket closed")
 
     script.plans["pay"] = [applied_then_lost]
-    state = rt.confirm(rt.start("alice", "order", slots=FULL).task.id, "alice")
+    state = rt.confirm(
+        Scope.user("alice"), rt.start(Scope.user("alice"), "order", slots=FULL).task.id
+    )
     assert state.task.status == TaskStatus.NEEDS_ATTENTION
     assert "neither be checked nor safely repeated" in state.task.status_text
-    again = rt.recover()
-    assert rt.task(state.task.id).task.status == TaskStatus.NEEDS_ATTENTION
+    again = rt.recover(ADMIN)
+    assert rt.task(ADMIN, state.task.id).task.status == TaskStatus.NEEDS_ATTENTION
     assert script.calls.count("pay") == 1 and again.errors == {}
     pay = next(a for a in state.actions if a.name == "pay")
-    state = rt.resolve(state.task.id, pay.seq, succeeded=True, output={"by": "hand"})
+    state = rt.resolve(ADMIN, state.task.id, pay.seq, succeeded=True, output={"by": "hand"})
     assert state.task.status == TaskStatus.DONE
     assert effects(ledger, "payment")[0]["effects"] == 1
 
@@ -289,7 +300,9 @@ def test_an_unsafe_effect_that_raised_is_checked_not_repeated(
         raise RuntimeError("502 from the gateway")
 
     script.plans["pay"] = [applied_then_error]
-    state = rt.confirm(rt.start("alice", "order", slots=FULL).task.id, "alice")
+    state = rt.confirm(
+        Scope.user("alice"), rt.start(Scope.user("alice"), "order", slots=FULL).task.id
+    )
     assert state.task.status == TaskStatus.DONE
     assert script.calls.count("pay") == 1
     assert effects(ledger, "payment")[0]["effects"] == 1
@@ -301,7 +314,9 @@ def test_a_check_without_answer_backs_off_then_asks_a_person(
     rt.templates["order"].spec("pay").check_fn = lambda ctx: Outcome.pending("still processing")
     script.plans["pay"] = [lambda ctx: (_ for _ in ()).throw(OutcomeUnknown("timeout"))]
     rt.max_inline_wait = 1e9
-    state = rt.confirm(rt.start("alice", "order", slots=FULL).task.id, "alice")
+    state = rt.confirm(
+        Scope.user("alice"), rt.start(Scope.user("alice"), "order", slots=FULL).task.id
+    )
     pay = next(a for a in state.actions if a.name == "pay")
     assert state.task.status == TaskStatus.NEEDS_ATTENTION
     assert pay.status == ActionStatus.UNKNOWN and pay.checks == MAX_CHECKS
@@ -309,47 +324,47 @@ def test_a_check_without_answer_backs_off_then_asks_a_person(
 
 
 def test_cancel_before_effects_and_not_after(rt: Runtime) -> None:
-    first = rt.start("alice", "order", slots={"item": "tea"})
-    state = rt.cancel(first.task.id, "alice")
+    first = rt.start(Scope.user("alice"), "order", slots={"item": "tea"})
+    state = rt.cancel(Scope.user("alice"), first.task.id)
     assert state.task.status == TaskStatus.CANCELLED
-    assert isinstance(rt.resume(first.task.id, "alice").step, Finished)
+    assert isinstance(rt.resume(Scope.user("alice"), first.task.id).step, Finished)
     with pytest.raises(TaskLocked):
-        rt.cancel(first.task.id, "alice")
+        rt.cancel(Scope.user("alice"), first.task.id)
     with pytest.raises(TaskLocked):
-        rt.fill(first.task.id, "alice", {"size": "S"})
-    assert rt.open_tasks("alice") == []
+        rt.fill(Scope.user("alice"), first.task.id, {"size": "S"})
+    assert rt.open_tasks(Scope.user("alice")) == []
 
 
 def test_no_user_can_touch_another_users_task(rt: Runtime) -> None:
-    tid = rt.start("alice", "order", slots={"item": "tea"}).task.id
+    tid = rt.start(Scope.user("alice"), "order", slots={"item": "tea"}).task.id
     for attempt in (
-        lambda: rt.task(tid, "mallory"),
-        lambda: rt.fill(tid, "mallory", {"size": "S"}),
-        lambda: rt.confirm(tid, "mallory"),
-        lambda: rt.cancel(tid, "mallory"),
-        lambda: rt.history(tid, "mallory"),
-        lambda: rt.replay(tid, 1, "mallory"),
-        lambda: rt.resume(tid, "mallory"),
+        lambda: rt.task(Scope.user("mallory"), tid),
+        lambda: rt.fill(Scope.user("mallory"), tid, {"size": "S"}),
+        lambda: rt.confirm(Scope.user("mallory"), tid),
+        lambda: rt.cancel(Scope.user("mallory"), tid),
+        lambda: rt.history(Scope.user("mallory"), tid),
+        lambda: rt.replay(Scope.user("mallory"), tid, 1),
+        lambda: rt.resume(Scope.user("mallory"), tid),
     ):
         with pytest.raises(NotFound):
             attempt()
-    assert rt.open_tasks("mallory") == []
-    assert rt.task(tid, "alice").task.version == 1
+    assert rt.open_tasks(Scope.user("mallory")) == []
+    assert rt.task(Scope.user("alice"), tid).task.version == 1
 
 
 def test_tasks_outlive_sessions_and_are_found_by_user(rt: Runtime, clock: Clock) -> None:
-    phone = rt.open_session("alice", "phone", ttl=timedelta(minutes=30))
-    tid = rt.start("alice", "order", session_id=phone.id, slots={"item": "tea"}).task.id
+    phone = rt.open_session(Scope.user("alice"), "phone", ttl=timedelta(minutes=30))
+    tid = rt.start(Scope.user("alice"), "order", session_id=phone.id, slots={"item": "tea"}).task.id
     clock.advance(hours=5)
-    again = rt.open_session("alice", "phone")
+    again = rt.open_session(Scope.user("alice"), "phone")
     assert again.created_at == clock.now  # the expired session was rebuilt, empty
-    laptop = rt.open_session("alice", "laptop")
-    assert [t.id for t in rt.open_tasks("alice")] == [tid]
-    resumed = rt.resume(tid, "alice")
+    laptop = rt.open_session(Scope.user("alice"), "laptop")
+    assert [t.id for t in rt.open_tasks(Scope.user("alice"))] == [tid]
+    resumed = rt.resume(Scope.user("alice"), tid)
     assert resumed.step == AskSlot("size") and resumed.task.origin_session_id == phone.id
-    rt.fill(tid, "alice", {"size": "S"}, session_id=laptop.id)
+    rt.fill(Scope.user("alice"), tid, {"size": "S"}, session_id=laptop.id)
     with pytest.raises(NotFound):
-        rt.open_session("mallory", "laptop")
+        rt.open_session(Scope.user("mallory"), "laptop")
 
 
 def test_concurrent_writers_retry_on_fresh_state(
@@ -359,20 +374,20 @@ def test_concurrent_writers_retry_on_fresh_state(
         pytest.skip("two runtimes share one store only through a file")
     one = make(store_url, ledger, script, clock)
     two = make(store_url, ledger, script, clock)
-    tid = one.start("alice", "order", slots={"item": "tea"}).task.id
+    tid = one.start(Scope.user("alice"), "order", slots={"item": "tea"}).task.id
     interfered = []
 
     def change(draft: Any) -> bool:
         if not interfered:  # another process commits between our read and our write
             interfered.append(True)
-            two.fill(tid, "alice", {"note": "from two"})
+            two.fill(Scope.user("alice"), tid, {"note": "from two"})
         draft.task.slots["size"] = "S"
         return True
 
     one.writer.mutate(tid, "alice", change, actor="test", reason="racing")
-    final = one.task(tid).task
+    final = one.task(ADMIN, tid).task
     assert final.slots == {"item": "tea", "note": "from two", "size": "S"}
-    assert [e.version for e in one.history(tid)[1]] == [1, 2, 3]
+    assert [e.version for e in one.history(ADMIN, tid)[1]] == [1, 2, 3]
 
 
 def test_recover_reconciles_a_dead_workers_action(
@@ -384,14 +399,14 @@ def test_recover_reconciles_a_dead_workers_action(
 
     first = make(store_url, ledger, script, clock)
     script.plans["pay"] = [crash_after_effect]
-    tid = first.start("alice", "order", slots=FULL).task.id
+    tid = first.start(Scope.user("alice"), "order", slots=FULL).task.id
     with pytest.raises(Crash):
-        first.confirm(tid, "alice")
+        first.confirm(Scope.user("alice"), tid)
     second = Runtime(first.store, first.templates.values(), clock=clock, sleep=clock.sleep)
-    report = second.recover()
-    assert report.skipped == 1 and first.task(tid).task.status == TaskStatus.RUNNING
+    report = second.recover(ADMIN)
+    assert report.skipped == 1 and first.task(ADMIN, tid).task.status == TaskStatus.RUNNING
     first.store.deregister_worker(first.owner, clock.now)  # the first worker is gone
-    report = second.recover()
+    report = second.recover(ADMIN)
     assert report.outcomes == {tid: "done"}
     assert script.calls.count("pay") == 1 and "pay.check" in script.calls
     assert effects(ledger, "payment")[0]["requests"] == 1
@@ -402,13 +417,13 @@ def test_an_expired_lease_is_reconciled_by_time(
 ) -> None:
     first = make(store_url, ledger, script, clock)
     script.plans["reserve"] = [lambda ctx: (_ for _ in ()).throw(Crash())]
-    tid = first.start("alice", "order", slots=FULL).task.id
+    tid = first.start(Scope.user("alice"), "order", slots=FULL).task.id
     with pytest.raises(Crash):
-        first.confirm(tid, "alice")
+        first.confirm(Scope.user("alice"), tid)
     second = Runtime(first.store, first.templates.values(), clock=clock, sleep=clock.sleep)
-    assert second.recover().outcomes == {}
+    assert second.recover(ADMIN).outcomes == {}
     clock.advance(minutes=2)
-    assert second.recover().outcomes == {tid: "done"}
+    assert second.recover(ADMIN).outcomes == {tid: "done"}
     assert len(effects(ledger, "reservation")) == 1
 
 
@@ -418,38 +433,38 @@ def test_resume_is_the_same_from_any_process(
     if store_url == "memory://":
         pytest.skip("a second process needs a file")
     one = make(store_url, ledger, script, clock)
-    tid = one.start("alice", "order", slots={"item": "tea"}).task.id
+    tid = one.start(Scope.user("alice"), "order", slots={"item": "tea"}).task.id
     two = make(store_url, ledger, script, clock)
-    a, b = one.resume(tid, "alice"), two.resume(tid, "alice")
+    a, b = one.resume(Scope.user("alice"), tid), two.resume(Scope.user("alice"), tid)
     assert a.step == b.step == AskSlot("size")
     assert a.state.to_dict() == b.state.to_dict()
 
 
 def test_compaction_folds_old_entries_and_replay_still_works(rt: Runtime, clock: Clock) -> None:
-    tid = rt.start("alice", "order", slots={"item": "tea"}).task.id
-    rt.fill(tid, "alice", {"size": "S"})
-    rt.fill(tid, "alice", {"note": "one"})
+    tid = rt.start(Scope.user("alice"), "order", slots={"item": "tea"}).task.id
+    rt.fill(Scope.user("alice"), tid, {"size": "S"})
+    rt.fill(Scope.user("alice"), tid, {"note": "one"})
     clock.advance(days=8)
-    rt.fill(tid, "alice", {"note": "two"})
-    current = rt.task(tid).to_dict()
-    assert rt.compact() == 3
-    baseline, entries = rt.history(tid)
+    rt.fill(Scope.user("alice"), tid, {"note": "two"})
+    current = rt.task(ADMIN, tid).to_dict()
+    assert rt.compact(ADMIN) == 3
+    baseline, entries = rt.history(ADMIN, tid)
     assert baseline is not None and baseline.version == 3 and [e.version for e in entries] == [4]
-    assert rt.replay(tid).to_dict() == current
-    assert rt.replay(tid, 3).task.slots["note"] == "one"
+    assert rt.replay(ADMIN, tid).to_dict() == current
+    assert rt.replay(ADMIN, tid, 3).task.slots["note"] == "one"
     with pytest.raises(HistoryCompacted):
-        rt.replay(tid, 2)
-    assert rt.compact() == 0
+        rt.replay(ADMIN, tid, 2)
+    assert rt.compact(ADMIN) == 0
 
 
 def test_state_from_a_newer_build_is_refused(rt: Runtime) -> None:
-    tid = rt.start("alice", "order", slots={"item": "tea"}).task.id
+    tid = rt.start(Scope.user("alice"), "order", slots={"item": "tea"}).task.id
     template = rt.templates["order"]
     template.version = 1  # this build is older than the one that started the task
     with pytest.raises(TemplateError, match="version 2"):
-        rt.fill(tid, "alice", {"size": "S"})
+        rt.fill(Scope.user("alice"), tid, {"size": "S"})
     template.version = 2
-    state = rt.task(tid)
+    state = rt.task(ADMIN, tid)
     state.task.schema_version = 99
     with pytest.raises(SchemaTooNew):
         rt.writer.template(state)
@@ -462,11 +477,11 @@ def test_recover_walks_every_page_of_interrupted_tasks(
     ids = []
     for _ in range(7):
         script.plans["reserve"] = [lambda ctx: (_ for _ in ()).throw(Crash())]
-        tid = first.start("alice", "order", slots=FULL).task.id
+        tid = first.start(Scope.user("alice"), "order", slots=FULL).task.id
         with pytest.raises(Crash):
-            first.confirm(tid, "alice")
+            first.confirm(Scope.user("alice"), tid)
         ids.append(tid)
     first.store.deregister_worker(first.owner, clock.now)
     second = Runtime(first.store, first.templates.values(), clock=clock, sleep=clock.sleep)
-    report = second.recover(page=2)
+    report = second.recover(ADMIN, page=2)
     assert report.outcomes == dict.fromkeys(ids, "done") and report.examined == 7

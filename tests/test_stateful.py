@@ -57,6 +57,7 @@ from relaystate import (
     PermanentError,
     Retry,
     Runtime,
+    Scope,
     Slot,
     Stage,
     TaskLocked,
@@ -80,6 +81,8 @@ from relaystate.next_step import (
     status_for,
 )
 from relaystate.store import Commit, InMemoryStore, Store
+
+ADMIN = Scope.admin("test")
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
@@ -478,15 +481,15 @@ class RelaystateMachine(RuleBasedStateMachine):
     def _call(self, rt: Runtime, op: Op) -> None:
         user = self.tasks[op.tid].user
         if op.kind == "fill":
-            rt.fill(op.tid, user, op.raw)
+            rt.fill(Scope.user(user), op.tid, op.raw)
         elif op.kind == "confirm":
-            rt.confirm(op.tid, user, op.yes)
+            rt.confirm(Scope.user(user), op.tid, op.yes)
         elif op.kind == "cancel":
-            rt.cancel(op.tid, user)
+            rt.cancel(Scope.user(user), op.tid)
         elif op.kind == "advance":
-            rt.advance(op.tid, user)
+            rt.advance(Scope.user(user), op.tid)
         else:
-            resumption = rt.resume(op.tid, user)
+            resumption = rt.resume(Scope.user(user), op.tid)
             assert resumption.task.status == status_for(resumption.step) or (
                 resumption.task.status == TaskStatus.CANCELLED
             )
@@ -609,7 +612,7 @@ class RelaystateMachine(RuleBasedStateMachine):
         rt = self.rts[idx]
         try:
             with self._live():
-                state = rt.start(user, "order", slots=op.raw, task_id=tid)
+                state = rt.start(Scope.user(user), "order", slots=op.raw, task_id=tid)
         except InvalidSlot:
             assert not op.valid
             assert self._load(tid) is None, "a refused start created a task"
@@ -671,7 +674,7 @@ class RelaystateMachine(RuleBasedStateMachine):
         elif what == "other user":
             self._other_users_see_nothing(tid)
         else:
-            self.rts[reader].compact(retention=timedelta(milliseconds=retention_ms))
+            self.rts[reader].compact(ADMIN, retention=timedelta(milliseconds=retention_ms))
 
     # -- rules: two processes on one task ------------------------------------------------
     @precondition(lambda self: self.tasks)
@@ -732,7 +735,7 @@ class RelaystateMachine(RuleBasedStateMachine):
         if notice is None:
             try:
                 with self._live():
-                    report = self.rts[idx].recover()
+                    report = self.rts[idx].recover(ADMIN)
             except Crash as crash:
                 self._crashed(idx, crash, "recover")
                 return
@@ -745,7 +748,7 @@ class RelaystateMachine(RuleBasedStateMachine):
         rt = self.rts[idx]
         try:
             with self._live():
-                report = rt.recover()
+                report = rt.recover(ADMIN)
         except Crash as crash:  # the new process died too: what it left is checked later
             self._crashed(idx, crash, "recover after a restart")
             return
@@ -754,7 +757,7 @@ class RelaystateMachine(RuleBasedStateMachine):
             state = self._load(tid)
             assert state is not None
             assert state.task.status in SETTLED, f"recovery left {tid} {state.task.status_text}"
-            resumption = rt.resume(tid)
+            resumption = rt.resume(ADMIN, tid)
             assert resumption.task.status in SETTLED, resumption.task.status_text
             assert not isinstance(resumption.step, BUSY_STEPS), resumption.step
 
@@ -787,7 +790,7 @@ class RelaystateMachine(RuleBasedStateMachine):
         action = state.action(step.seq)
         assert action.status in (ActionStatus.UNKNOWN, ActionStatus.FAILED), action.status
         effect = self.world.effect_of(action.idempotency_key)
-        rt.resolve(tid, step.seq, succeeded=effect is not None, output=effect)
+        rt.resolve(ADMIN, tid, step.seq, succeeded=effect is not None, output=effect)
 
     # -- checks used by the audit rule ---------------------------------------------------
     def _other_users_see_nothing(self, tid: str) -> None:
@@ -795,11 +798,11 @@ class RelaystateMachine(RuleBasedStateMachine):
         before = self._load(tid)
         assert before is not None
         with pytest.raises(NotFound):
-            self.rts[0].fill(tid, other, {"item": "pear"})
+            self.rts[0].fill(Scope.user(other), tid, {"item": "pear"})
         with pytest.raises(NotFound):
-            self.rts[1].cancel(tid, other)
+            self.rts[1].cancel(Scope.user(other), tid)
         with pytest.raises(NotFound):
-            self.rts[0].task(tid, other)
+            self.rts[0].task(Scope.user(other), tid)
         after = self._load(tid)
         assert after is not None and after.to_dict() == before.to_dict()
 
@@ -887,8 +890,8 @@ class RelaystateMachine(RuleBasedStateMachine):
     @invariant()
     def journal_replays_to_the_current_row(self) -> None:
         for tid in self.tasks:
-            current = self.rts[0].task(tid)
-            assert self.rts[1].replay(tid).to_dict() == current.to_dict()
+            current = self.rts[0].task(ADMIN, tid)
+            assert self.rts[1].replay(ADMIN, tid).to_dict() == current.to_dict()
             baseline = self.store.baseline(tid)
             first = baseline.version + 1 if baseline is not None else 1
             versions = [e.version for e in self.store.journal(tid)]
@@ -949,11 +952,11 @@ class RelaystateMachine(RuleBasedStateMachine):
         self._kill(1)
         self._notice_dead("deregister")
         rt = self.rts[0]
-        report = rt.recover()
+        report = rt.recover(ADMIN)
         assert not report.errors, report.errors
         for tid, model in sorted(self.tasks.items()):
             for _ in range(6):
-                state = rt.task(tid)
+                state = rt.task(ADMIN, tid)
                 task = state.task
                 if task.status in FINAL:
                     break
@@ -961,16 +964,16 @@ class RelaystateMachine(RuleBasedStateMachine):
                 if task.status == TaskStatus.NEEDS_ATTENTION:
                     before = state.to_dict()
                     self._resolve(rt, tid)
-                    if rt.task(tid).to_dict() == before:
+                    if rt.task(ADMIN, tid).to_dict() == before:
                         break  # e.g. a refused compensation: only a person can go on
                 elif task.missing_slots:
                     missing = {k: DEFAULTS[k] for k in task.missing_slots}
-                    rt.fill(tid, model.user, missing)
+                    rt.fill(Scope.user(model.user), tid, missing)
                     model.slots.update(missing)
                 else:
                     assert not task.confirmed, task.status_text
-                    rt.confirm(tid, model.user)
-            state = rt.task(tid)
+                    rt.confirm(Scope.user(model.user), tid)
+            state = rt.task(ADMIN, tid)
             note(f"final: {state.task.status}")
             assert state.task.status in FINAL | {TaskStatus.NEEDS_ATTENTION}, state.task.status_text
             if state.task.status == TaskStatus.DONE:

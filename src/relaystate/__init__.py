@@ -1,5 +1,6 @@
 """relaystate: durable Sessions, Tasks and Actions so agents resume exactly where they stopped."""
 
+from .edits import Cancel, Confirm, Fill, Resolve, Resume, Start
 from .errors import (
     DuplicateKey,
     HistoryCompacted,
@@ -7,6 +8,7 @@ from .errors import (
     NotFound,
     RelaystateError,
     SchemaTooNew,
+    ScopeError,
     StoreURLError,
     TaskLocked,
     TemplateError,
@@ -25,10 +27,24 @@ from .model import (
     TaskState,
     TaskStatus,
 )
+from .next_step import (
+    AskConfirmation,
+    AskSlot,
+    Finished,
+    InProgress,
+    NeedsAttention,
+    NextStep,
+    Reconcile,
+    RunAction,
+    WaitRetry,
+    WaitUser,
+)
+from .recovery import RecoveryReport
 from .retry import NO_RETRY, Retry
-from .runtime import RecoveryReport, Resumption, Runtime
+from .runtime import Resumption, Runtime
+from .scope import Scope
 from .spec import ActionContext, ActionSpec, Outcome, OutcomeUnknown, PermanentError
-from .store import open_store
+from .store import Stores, open_store
 from .templates import (
     Condition,
     Slot,
@@ -38,6 +54,7 @@ from .templates import (
     condition,
     user_confirmed,
 )
+from .turns import PendingTurn, ReplyContext, TurnResult
 
 __all__ = [
     "NO_RETRY",
@@ -46,34 +63,56 @@ __all__ = [
     "ActionKind",
     "ActionSpec",
     "ActionStatus",
+    "AskConfirmation",
+    "AskSlot",
+    "Cancel",
     "Condition",
+    "Confirm",
     "DuplicateKey",
+    "Fill",
+    "Finished",
     "HistoryCompacted",
+    "InProgress",
     "InvalidSlot",
     "JournalEntry",
     "Message",
+    "NeedsAttention",
+    "NextStep",
     "NotFound",
     "Outcome",
     "OutcomeUnknown",
+    "PendingTurn",
     "PermanentError",
+    "Reconcile",
     "RecoveryReport",
     "RelaystateError",
+    "ReplyContext",
+    "Resolve",
+    "Resume",
     "Resumption",
     "Retry",
+    "RunAction",
     "Runtime",
     "SchemaTooNew",
+    "Scope",
+    "ScopeError",
     "Session",
     "Slot",
     "Snapshot",
     "Stage",
+    "Start",
     "StoreURLError",
+    "Stores",
     "Task",
     "TaskLocked",
     "TaskState",
     "TaskStatus",
     "TaskTemplate",
     "TemplateError",
+    "TurnResult",
     "VersionConflict",
+    "WaitRetry",
+    "WaitUser",
     "all_required_slots",
     "condition",
     "idempotency_key",

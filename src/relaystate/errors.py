@@ -57,3 +57,7 @@ class StoreURLError(RelaystateError):
 
 class StoreUnavailable(RelaystateError):
     """The database a store URL names cannot be reached (down, refused, bad credentials)."""
+
+
+class ScopeError(RelaystateError):
+    """A call was made without the scope it needs (a user where admin is required)."""

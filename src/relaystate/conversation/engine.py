@@ -1,9 +1,11 @@
-"""One conversational turn: route -> extract -> advance -> act -> reply -> commit.
+"""One conversational turn: route -> extract -> decide -> (runtime) commit, act, reply.
 
 Routing is by rules first (an explicit task id, a pending pick from a list, cancel / pause /
 continue words, the task waiting for an answer, a template's trigger words) and a model
-only where rules cannot decide. The task change and the user's message commit together;
-the reply, which may depend on actions that ran, is appended after (task before messages).
+only where rules cannot decide. The engine reads and writes nothing itself: it asks the
+runtime for the turn (``begin_turn``: the session and its open tasks in one read), decides
+one edit, and commits it with a function that phrases the reply from the state the runtime
+leaves; task change, user message, session and reply are one transaction.
 """
 
 from __future__ import annotations
@@ -12,12 +14,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidSlot, NotFound, TaskLocked, TemplateError
+from ..edits import Cancel, Confirm, Edit, Fill, Resume, Start
+from ..errors import InvalidSlot, TaskLocked, TemplateError
 from ..llm import Model, RouteCandidate, RuleModel, SlotSpec
-from ..model import Action, Message, Session, TaskState, TaskStatus
-from ..next_step import AskConfirmation, AskSlot, NextStep
+from ..model import Action, TaskState, TaskStatus
+from ..next_step import AskConfirmation, AskSlot
 from ..runtime import Runtime
+from ..scope import Scope, checked
 from ..templates import TaskTemplate
+from ..turns import PendingTurn, ReplyContext, TurnResult
+from ..views import turn_view
 from . import replies
 from .clock import today
 from .extract import extract
@@ -35,36 +41,13 @@ class Turn:
     actions: list[Action] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        task = None
-        if self.state is not None:
-            t = self.state.task
-            task = {
-                "id": t.id,
-                "type": t.type,
-                "stage": t.stage,
-                "status": str(t.status),
-                "slots": dict(t.slots),
-                "missing_slots": list(t.missing_slots),
-                "progress": t.progress.to_dict(),
-                "status_text": t.status_text,
-                "version": t.version,
-            }
-        return {
-            "session_id": self.session_id,
-            "reply": self.reply,
-            "language": self.language,
-            "task": task,
-            "actions": [
-                {
-                    "id": a.id,
-                    "name": a.name,
-                    "status": str(a.status),
-                    "idempotency_key": a.idempotency_key,
-                    "attempts": a.attempts,
-                }
-                for a in self.actions
-            ],
-        }
+        return turn_view(
+            session_id=self.session_id,
+            reply=self.reply,
+            language=self.language,
+            state=self.state,
+            actions=self.actions,
+        )
 
 
 class Conversation:
@@ -76,25 +59,23 @@ class Conversation:
 
     def handle(
         self,
-        user_id: str,
+        scope: Scope,
         text: str,
         session_id: str | None = None,
         *,
         language: str | None = None,
         task_id: str | None = None,
     ) -> Turn:
+        """One turn of the scope's user: read, decide, commit; the Turn says what happened."""
+        scope = checked(scope)
         text = text.strip()
-        if not user_id:
-            raise ValueError("a user id is required")
         if not text:
             raise ValueError("there is nothing to say: the text is empty")
-        rt = self.runtime
-        known = rt.store.get_session(session_id, user_id=user_id) if session_id else None
-        lang = language or _language(text, known.language if known else None)
-        session = rt.open_session(user_id, session_id, language=lang)
-        turn = _Turn(self, session, user_id, text, lang)
-        reply = turn.route(task_id)
-        return turn.finish(self.model.rephrase(reply, language=lang))
+        pending = self.runtime.begin_turn(scope, session_id, text)
+        lang = language or _language(text, pending.stored_language)
+        pending.session.language = lang
+        result = _Turn(self, pending, lang).route(task_id)
+        return Turn(result.session.id, result.reply, lang, result.state, result.actions)
 
 
 _SHORT_ENGLISH = {"yes", "no", "ok", "okay", "yeah", "yep", "nope", "sure", "hi", "hello"}
@@ -116,30 +97,25 @@ def _language(text: str, previous: str | None) -> str:
 class _Turn:
     """The working state of one turn (kept off Conversation so that it stays stateless)."""
 
-    def __init__(
-        self, conv: Conversation, session: Session, user_id: str, text: str, lang: str
-    ) -> None:
-        self.conv, self.rt = conv, conv.runtime
-        self.session, self.user_id, self.text, self.lang = session, user_id, text, lang
-        self.today = today(session.timezone)
-        self.before: dict[str, dict[str, Any]] = {}
-        self.state: TaskState | None = None
-        self.said = False  # the user's message went in with a task change
+    def __init__(self, conv: Conversation, pending: PendingTurn, lang: str) -> None:
+        self.conv, self.p = conv, pending
+        self.text, self.lang = pending.text, lang
+        self.today = today(pending.session.timezone)
 
     # -- routing ---------------------------------------------------------------------------
-    def route(self, task_id: str | None) -> str:
+    def route(self, task_id: str | None) -> TurnResult:
         if task_id is not None:
-            return self._continue(self._load(task_id))
+            return self._continue(self.p.task(task_id))
         picked = self._picked()
         if picked is not None:
             return self._welcome(picked)
         control = control_word(self.text)
-        here = self._open_here()
+        here = self.p.open_here
         if control == "cancel" and here:
             return self._cancel(here[0])
         if control == "pause" and here:
-            title = self._template(here[0]).title(self.lang)
-            return replies.words(self.lang)["paused"].format(title=title)
+            title = self.p.template_of(here[0]).title(self.lang)
+            return self._say(replies.words(self.lang)["paused"].format(title=title))
         if control == "continue":
             return self._welcome(here[0]) if here else self._choose()
         triggered = self._triggered()
@@ -151,27 +127,13 @@ class _Turn:
         routed = self._ask_model()
         if routed is not None:
             return self._start(routed)
-        titles = replies.words(self.lang)["sep"].join(
-            t.title(self.lang) for t in self.rt.templates.values()
-        )
-        return replies.words(self.lang)["help"].format(titles=titles)
-
-    def _open_here(self) -> list[TaskState]:
-        """This session's open tasks, most recently changed first."""
-        found = []
-        for task_id in reversed(self.session.active_task_ids):
-            try:
-                state = self.rt.task(task_id, self.user_id)
-            except NotFound:
-                continue
-            if state.task.status.is_open:
-                found.append(state)
-        return sorted(found, key=lambda s: s.task.updated_at, reverse=True)
+        titles = replies.words(self.lang)["sep"].join(t.title(self.lang) for t in self.p.templates)
+        return self._say(replies.words(self.lang)["help"].format(titles=titles))
 
     def _triggered(self) -> TaskTemplate | None:
         lowered = self.text.lower()
         best: tuple[int, TaskTemplate] | None = None
-        for template in self.rt.templates.values():
+        for template in self.p.templates:
             for words in template.triggers.values():
                 for word in words:
                     if word.lower() in lowered and (best is None or len(word) > best[0]):
@@ -179,114 +141,77 @@ class _Turn:
         return None if best is None else best[1]
 
     def _ask_model(self) -> TaskTemplate | None:
-        candidates = [
-            RouteCandidate(t.type, t.goal or t.title("en")) for t in self.rt.templates.values()
-        ]
+        candidates = [RouteCandidate(t.type, t.goal or t.title("en")) for t in self.p.templates]
         choice = self.conv.model.route(self.text, candidates, language=self.lang)
-        return None if choice is None else self.rt.templates.get(choice.id)
+        return None if choice is None else self.conv.runtime.templates.get(choice.id)
 
     def _picked(self) -> TaskState | None:
-        choices = self.session.context.get("choices")
+        choices = self.p.session.context.get("choices")
         number = re.fullmatch(r"\s*(\d{1,2})\s*[.)）]?\s*", self.text)
         if not choices or number is None:
             return None
         index = int(number.group(1)) - 1
         if not 0 <= index < len(choices):
             return None
-        self.session.context.pop("choices", None)
-        return self._load(choices[index])
+        self.p.session.context.pop("choices", None)
+        return self.p.task(choices[index])
 
-    # -- acting ------------------------------------------------------------------------------
-    def _load(self, task_id: str) -> TaskState:
-        state = self.rt.task(task_id, self.user_id)
-        self.before.setdefault(task_id, {str(a.seq): a.to_dict() for a in state.actions})
-        return state
+    # -- deciding ----------------------------------------------------------------------------
+    def _commit(self, edit: Edit | None, phrase: Any) -> TurnResult:
+        return self.p.commit(
+            edit, lambda ctx: self.conv.model.rephrase(phrase(ctx), language=self.lang)
+        )
 
-    def _template(self, state: TaskState) -> TaskTemplate:
-        return self.rt.writer.template(state)
+    def _say(self, text: str) -> TurnResult:
+        return self._commit(None, lambda ctx: text)
 
-    def _step(self, state: TaskState) -> NextStep:
-        return self.rt.resume(state.task.id, self.user_id, run=False).step
-
-    def _said(self) -> list[tuple[str, str]]:
-        self.said = True
-        return [("user", self.text)]
-
-    def _reply(self, state: TaskState, error: str | None = None) -> str:
-        self.state = state
-        step = self._step(state)
-        reply = replies.reply_for(self._template(state), state, step, self.lang)
+    def _reply(self, ctx: ReplyContext, error: str | None = None, prefix: str = "") -> str:
+        """The reply from the state the turn left: its next question, or what happened."""
+        words = replies.words(self.lang)
+        if isinstance(ctx.error, TaskLocked):
+            return words["cannot"].format(reason=str(ctx.error))
+        if isinstance(ctx.error, InvalidSlot):
+            error = ctx.error.reason
+        assert ctx.state is not None and ctx.step is not None
+        reply = replies.reply_for(self.p.template_of(ctx.state), ctx.state, ctx.step, self.lang)
         if error:
-            reply = replies.words(self.lang)["invalid"].format(reason=error) + reply
-        return reply
+            reply = words["invalid"].format(reason=error) + reply
+        return prefix + reply
 
-    def _start(self, template: TaskTemplate) -> str:
+    def _start(self, template: TaskTemplate) -> TurnResult:
         found = extract(template, self.text, language=self.lang, today=self.today)
         opening = template.opening_slot
         if opening is not None and opening not in found.values:
             found.values[opening] = template.slot(opening).validate(self.text)
-        state = self.rt.start(
-            self.user_id,
-            template.type,
-            session_id=self.session.id,
-            slots=found.values,
-            messages=self._said(),
-        )
-        self._remember(state)
-        self.before.setdefault(state.task.id, {})
+        edit = Start(template.type, found.values, session_id=self.p.session.id)
         first_error = next(iter(found.errors.values()), None)
-        return self._reply(state, first_error)
+        return self._commit(edit, lambda ctx: self._reply(ctx, first_error))
 
-    def _continue(self, state: TaskState) -> str:
-        template = self._template(state)
-        step = self._step(state)
-        self._remember(state)
+    def _continue(self, state: TaskState) -> TurnResult:
         task_id = state.task.id
         if not state.task.status.is_open:
-            return self._reply(state)
+            return self._commit(Resume(task_id), self._reply)
+        template = self.p.template_of(state)
+        step = self.p.next_step(state)
         expecting = step.slot if isinstance(step, AskSlot) else None
         found = extract(
             template, self.text, language=self.lang, today=self.today, expecting=expecting
         )
-        declined = False
         if not (found.values or is_yes(self.text) or is_no(self.text)):
             found.values.update(self._model_values(template))  # rules found nothing
             for name in found.values:
                 found.errors.pop(name, None)
-        try:
-            if found.values:
-                state = self.rt.fill(
-                    task_id,
-                    self.user_id,
-                    found.values,
-                    session_id=self.session.id,
-                    messages=self._said(),
-                )
-            elif isinstance(step, AskConfirmation) and is_yes(self.text):
-                state = self.rt.confirm(
-                    task_id,
-                    self.user_id,
-                    True,
-                    session_id=self.session.id,
-                    messages=self._said(),
-                )
-            elif isinstance(step, AskConfirmation) and is_no(self.text):
-                state = self.rt.confirm(
-                    task_id,
-                    self.user_id,
-                    False,
-                    session_id=self.session.id,
-                    messages=self._said(),
-                )
-                declined = True
-        except InvalidSlot as exc:
-            return self._reply(state, exc.reason)
-        except TaskLocked as exc:
-            self.state = state
-            return replies.words(self.lang)["cannot"].format(reason=str(exc))
+        edit: Edit = Resume(task_id)
+        prefix = ""
+        if found.values:
+            edit = Fill(task_id, found.values)
+        elif isinstance(step, AskConfirmation) and is_yes(self.text):
+            edit = Confirm(task_id, True)
+        elif isinstance(step, AskConfirmation) and is_no(self.text):
+            edit = Confirm(task_id, False)
+            prefix = replies.words(self.lang)["change_what"]
         error = next(iter(found.errors.values()), None)
-        reply = self._reply(state, error)
-        return replies.words(self.lang)["change_what"] + reply if declined else reply
+        return self._commit(edit, lambda ctx: self._reply(ctx, error, prefix))
 
     def _model_values(self, template: TaskTemplate) -> dict[str, Any]:
         """Ask the model (if one is configured) for slot values; keep only valid ones."""
@@ -302,64 +227,25 @@ class _Turn:
                 continue  # a bad answer is dropped: the user is asked instead
         return values
 
-    def _cancel(self, state: TaskState) -> str:
-        try:
-            state = self.rt.cancel(
-                state.task.id, self.user_id, session_id=self.session.id, messages=self._said()
-            )
-        except TaskLocked as exc:
-            self.state = state
-            return replies.words(self.lang)["cannot"].format(reason=str(exc))
-        return self._reply(state)
+    def _cancel(self, state: TaskState) -> TurnResult:
+        return self._commit(Cancel(state.task.id), self._reply)
 
-    def _welcome(self, state: TaskState) -> str:
-        state = self.rt.resume(state.task.id, self.user_id).state  # reconcile what is due
-        self._remember(state)
-        self.state = state
-        return replies.welcome(self._template(state), state, self._step(state), self.lang)
+    def _welcome(self, state: TaskState) -> TurnResult:
+        def phrase(ctx: ReplyContext) -> str:
+            assert ctx.state is not None and ctx.step is not None
+            template = self.p.template_of(ctx.state)
+            return replies.welcome(template, ctx.state, ctx.step, self.lang)
 
-    def _choose(self) -> str:
-        found = self.rt.open_tasks(self.user_id)
+        return self._commit(Resume(state.task.id), phrase)
+
+    def _choose(self) -> TurnResult:
+        found = self.p.open_tasks(limit=9)
         words = replies.words(self.lang)
         if not found:
-            titles = words["sep"].join(t.title(self.lang) for t in self.rt.templates.values())
-            return words["none_open"].format(titles=titles)
+            titles = words["sep"].join(t.title(self.lang) for t in self.p.templates)
+            return self._say(words["none_open"].format(titles=titles))
         if len(found) == 1:
-            return self._welcome(self._load(found[0].id))
-        states = [self._load(t.id) for t in found[:9]]
-        self.session.context["choices"] = [s.task.id for s in states]
-        items = [(self._template(s), s, self._step(s)) for s in states]
-        return replies.choose(items, self.lang)
-
-    def _remember(self, state: TaskState) -> None:
-        ids = self.session.active_task_ids
-        if state.task.id not in ids:
-            self.session.active_task_ids = [*ids, state.task.id][-20:]
-
-    # -- committing ------------------------------------------------------------------------
-    def finish(self, reply: str) -> Turn:
-        """Messages after the task they describe; the session's own state last."""
-        state = self.state
-        task_id = state.task.id if state is not None else None
-        if state is not None:
-            state = self.rt.task(state.task.id, self.user_id)
-        now = self.rt.clock()
-        said = (
-            []
-            if self.said
-            else [Message(self.session.id, self.user_id, "user", self.text, task_id, now)]
-        )
-        said.append(Message(self.session.id, self.user_id, "assistant", reply, task_id, now))
-        self.rt.store.append_messages(said)
-        fresh = self.rt.store.get_session(self.session.id, user_id=self.user_id) or self.session
-        fresh.context = self.session.context
-        for known in self.session.active_task_ids:
-            if known not in fresh.active_task_ids:
-                fresh.active_task_ids = [*fresh.active_task_ids, known][-20:]
-        fresh.language = self.lang
-        self.rt.store.put_session(fresh)
-        moved: list[Action] = []
-        if state is not None:
-            before = self.before.get(state.task.id, {})
-            moved = [a for a in state.actions if before.get(str(a.seq)) != a.to_dict()]
-        return Turn(self.session.id, reply, self.lang, state, moved)
+            return self._welcome(found[0])
+        self.p.session.context["choices"] = [s.task.id for s in found]
+        items = [(self.p.template_of(s), s, self.p.next_step(s)) for s in found]
+        return self._say(replies.choose(items, self.lang))

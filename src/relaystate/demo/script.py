@@ -22,6 +22,7 @@ from rich.panel import Panel
 from ..model import TaskStatus
 from ..render import history_table, print_state
 from ..runtime import Runtime
+from ..scope import Scope
 from ..store import open_store
 from . import templates
 from .ledger import Ledger
@@ -43,10 +44,12 @@ def run_demo(workdir: Path, out: Console) -> None:
         return Runtime(open_store(url), templates(ledger_file), build="demo")
 
     _scene(out, "1. On her phone", "Alice: I need a flight from Beijing to Shanghai.")
+    alice = Scope.user("alice")
+    operator = Scope.admin("demo")
     with runtime() as rt:
-        phone = rt.open_session("alice", "phone", language="en")
+        phone = rt.open_session(alice, "phone", language="en")
         state = rt.start(
-            "alice",
+            alice,
             "flight_booking",
             session_id=phone.id,
             slots={"origin": "Beijing", "destination": "Shanghai"},
@@ -58,20 +61,20 @@ def run_demo(workdir: Path, out: Console) -> None:
 
     _scene(out, "2. On her laptop, a day later", "Alice: where were we?")
     with runtime() as rt:
-        laptop = rt.open_session("alice", "laptop", language="en")
-        found = rt.open_tasks("alice")
+        laptop = rt.open_session(alice, "laptop", language="en")
+        found = rt.open_tasks(alice)
         out.print(f"Open tasks of alice, found by user id: {[t.id for t in found]}")
-        resumed = rt.resume(task_id, "alice")
+        resumed = rt.resume(alice, task_id)
         out.print(f"[bold]relaystate:[/] {resumed.task.status_text}")
         state = rt.fill(
+            alice,
             task_id,
-            "alice",
             {"date": "2027-01-22", "cabin_class": "商务舱", "passenger_name": "Alice Wang"},
             session_id=laptop.id,
             messages=[("user", "Jan 22, business class, Alice Wang")],
         )
         out.print(f"[bold]relaystate:[/] {state.task.status_text}")
-        rt.confirm(task_id, "alice", True, session_id=laptop.id, run=False)
+        rt.confirm(alice, task_id, True, session_id=laptop.id, run=False)
 
     _scene(
         out,
@@ -85,7 +88,7 @@ def run_demo(workdir: Path, out: Console) -> None:
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     out.print(f"worker exit code: {proc.returncode} (-9 is SIGKILL)")
     with runtime() as rt:
-        order = next(a for a in rt.task(task_id).actions if a.name == "create_order")
+        order = next(a for a in rt.task(operator, task_id).actions if a.name == "create_order")
         out.print(f"create_order as recorded: [bold]{order.status}[/] (lease of a dead process)")
     out.print(f"downstream ledger: {_ledger_line(Ledger(ledger_file))}")
 
@@ -96,9 +99,9 @@ def run_demo(workdir: Path, out: Console) -> None:
         "it asks the downstream what happened to the order's idempotency key.",
     )
     with runtime() as rt:
-        report = rt.recover()
+        report = rt.recover(operator)
         out.print(f"recovered tasks: {report.outcomes}")
-        final = rt.task(task_id)
+        final = rt.task(operator, task_id)
         print_state(out, final)
     out.print(f"downstream ledger: {_ledger_line(Ledger(ledger_file))}")
     if final.task.status != TaskStatus.DONE:
@@ -106,10 +109,10 @@ def run_demo(workdir: Path, out: Console) -> None:
 
     _scene(out, "5. The journal", "Every change, why and by whom; any version can be replayed.")
     with runtime() as rt:
-        baseline, entries = rt.history(task_id, "alice")
+        baseline, entries = rt.history(alice, task_id)
         out.print(history_table(task_id, baseline, entries))
         confirmed = next(e.version for e in entries if e.reason == "user confirmed")
-        then = rt.replay(task_id, confirmed, "alice")
+        then = rt.replay(alice, task_id, confirmed)
         out.print(
             f"Replayed at version {confirmed}: stage={then.task.stage}, "
             f"status={then.task.status}, actions={len(then.actions)}"

@@ -1,41 +1,61 @@
-"""Store backends behind one interface, opened by URL."""
+"""Store backends by role, opened by URL: ``open_store(url, cache=...) -> Stores``."""
 
 from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import StoreURLError
-from .base import Commit, Store
+from .bundle import Stores
 from .inmemory import InMemoryStore
+from .roles import (
+    Backend,
+    Commit,
+    Coordination,
+    SchemaAdmin,
+    SessionStore,
+    TaskStore,
+)
 from .sqlite import SQLiteStore
 
-__all__ = ["Commit", "InMemoryStore", "SQLiteStore", "Store", "open_store"]
+__all__ = [
+    "Backend",
+    "Commit",
+    "Coordination",
+    "InMemoryStore",
+    "SQLiteStore",
+    "SchemaAdmin",
+    "SessionStore",
+    "Stores",
+    "TaskStore",
+    "open_store",
+]
 
 
-def open_store(url: str, *, cache: str | None = None, migrate: bool = True) -> Store:
-    """Open a store by URL, optionally with a session cache in front of it.
+def open_store(url: str, *, cache: str | None = None, migrate: bool = True) -> Stores:
+    """Open the store roles by URL, optionally with a session cache in front of them.
 
     ``memory://``; ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (with
     ``?synchronous=normal`` to trade power-cut durability for speed); ``postgresql://...``.
     ``cache`` is a ``redis://`` URL: hot sessions and recent messages with a TTL.
     SQL stores apply pending schema migrations on open unless ``migrate`` is false.
     """
-    store = _durable(url, migrate=migrate)
+    backend = open_backend(url, migrate=migrate)
     if not cache:
-        return store
+        return Stores.of(backend)
     if urlsplit(cache).scheme not in ("redis", "rediss"):
-        store.close()
+        backend.close()
         raise StoreURLError(f"unknown cache URL {cache!r}: expected redis://host:port/db")
     from .redis import RedisSessionCache
 
     try:
-        return RedisSessionCache(store, cache)
+        return Stores.of(backend, sessions=RedisSessionCache(backend, cache))
     except BaseException:
-        store.close()
+        backend.close()
         raise
 
 
-def _durable(url: str, *, migrate: bool = True) -> Store:
+def open_backend(url: str, *, migrate: bool = True) -> Backend:
+    """The one database a URL names, playing every role it can."""
     parts = urlsplit(url)
     if parts.scheme == "memory":
         return InMemoryStore(url)

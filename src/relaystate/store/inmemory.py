@@ -1,7 +1,7 @@
-"""In-memory store for tests and demos: the same contract as SQLite, kept in dicts.
+"""In-memory backend for tests and demos: the same contract as SQLite, kept in dicts.
 
 Values are copied in and out through their dict form, so callers can never alias stored
-state, exactly as with a database.
+state, exactly as with a database. One lock makes every commit atomic.
 """
 
 from __future__ import annotations
@@ -19,32 +19,38 @@ from ..model import (
     Session,
     Snapshot,
     Task,
+    TaskState,
     TaskStatus,
     WorkerInfo,
 )
-from .base import Commit, Store
+from ..scope import Scope
+from .roles import ONE_READ_TURN, Backend, Commit
+
+Row = dict[str, object]
 
 
-class InMemoryStore(Store):
+class InMemoryStore(Backend):
+    capabilities = frozenset({ONE_READ_TURN})
+
     def __init__(self, url: str = "memory://") -> None:
         self.url = url
         self._lock = threading.RLock()
-        self._tasks: dict[str, dict[str, object]] = {}
-        self._actions: dict[str, dict[str, object]] = {}
-        self._keys: dict[str, str] = {}
-        self._journal: dict[str, list[dict[str, object]]] = {}
-        self._baselines: dict[str, dict[str, object]] = {}
-        self._sessions: dict[str, dict[str, object]] = {}
-        self._messages: dict[str, list[dict[str, object]]] = {}
+        self._tasks: dict[str, Row] = {}
+        self._actions: dict[str, dict[int, Row]] = {}
+        self._keys: dict[str, tuple[str, int]] = {}
+        self._journal: dict[str, list[Row]] = {}
+        self._baselines: dict[str, Row] = {}
+        self._sessions: dict[str, Row] = {}
+        self._messages: dict[str, list[Row]] = {}
         self._workers: dict[str, tuple[WorkerInfo, datetime | None]] = {}
-        self._message_id = 0
         self._claims: dict[str, tuple[str, datetime]] = {}
 
+    # -- tasks, actions, journal -------------------------------------------------------
     def commit(self, commit: Commit) -> None:
         task = commit.task
         with self._lock:
             current = self._tasks.get(task.id)
-            actual = None if current is None else int(current["version"])  # type: ignore[call-overload]
+            actual = None if current is None else _int(current["version"])
             if commit.expected_version == 0:
                 if current is not None:
                     raise VersionConflict(task.id, 0, actual)
@@ -52,32 +58,46 @@ class InMemoryStore(Store):
                 raise VersionConflict(task.id, commit.expected_version, actual)
             for action in commit.actions:
                 owner = self._keys.get(action.idempotency_key)
-                if owner is not None and owner != action.id:
+                if owner is not None and owner != (task.id, action.seq):
                     raise DuplicateKey(f"idempotency key {action.idempotency_key} is taken")
-            self._tasks[task.id] = task.to_dict()
-            for action in commit.actions:
-                self._actions[action.id] = action.to_dict()
-                self._keys[action.idempotency_key] = action.id
-            self._journal.setdefault(task.id, []).append(commit.entry.to_dict())
             if commit.session is not None:
-                self.put_session(commit.session)
-            self.append_messages(commit.messages)
+                self._check_session(commit.session)
+            self._tasks[task.id] = task.to_dict()
+            rows = self._actions.setdefault(task.id, {})
+            for action in commit.actions:
+                rows[action.seq] = action.to_dict()
+                self._keys[action.idempotency_key] = (task.id, action.seq)
+            self._journal.setdefault(task.id, []).append(commit.entry.to_dict())
+            self._write(commit.session, commit.messages)
 
-    def get_task(self, task_id: str, *, user_id: str | None) -> Task | None:
-        with self._lock:
-            row = self._tasks.get(task_id)
-            if row is None or (user_id is not None and row["user_id"] != user_id):
-                return None
-            return Task.from_dict(row)
+    def _state(self, task_id: str, scope: Scope) -> TaskState | None:
+        row = self._tasks.get(task_id)
+        if row is None or not scope.admits(str(row["user_id"])):
+            return None
+        actions = self._actions.get(task_id, {})
+        return TaskState(
+            Task.from_dict(row), [Action.from_dict(actions[s]) for s in sorted(actions)]
+        )
 
-    def get_actions(self, task_id: str) -> list[Action]:
+    def load(self, task_id: str, scope: Scope) -> TaskState | None:
         with self._lock:
-            rows = [Action.from_dict(a) for a in self._actions.values() if a["task_id"] == task_id]
-        return sorted(rows, key=lambda a: a.seq)
+            return self._state(task_id, scope)
+
+    def load_many(
+        self,
+        task_ids: Sequence[str],
+        scope: Scope,
+        *,
+        statuses: Sequence[TaskStatus] | None = None,
+    ) -> list[TaskState]:
+        wanted = None if statuses is None else {str(s) for s in statuses}
+        with self._lock:
+            found = [self._state(t, scope) for t in dict.fromkeys(task_ids)]
+        return [s for s in found if s is not None and (wanted is None or s.task.status in wanted)]
 
     def list_tasks(
         self,
-        user_id: str | None,
+        scope: Scope,
         *,
         statuses: Sequence[TaskStatus] | None = None,
         limit: int = 100,
@@ -87,45 +107,53 @@ class InMemoryStore(Store):
             tasks = [
                 Task.from_dict(t)
                 for t in self._tasks.values()
-                if (user_id is None or t["user_id"] == user_id)
-                and (wanted is None or t["status"] in wanted)
+                if scope.admits(str(t["user_id"])) and (wanted is None or t["status"] in wanted)
             ]
         tasks.sort(key=lambda t: (t.updated_at, t.id), reverse=True)
-        return tasks[:limit]
+        return tasks[: max(limit, 0)]
+
+    def find_action(self, idempotency_key: str, scope: Scope) -> Action | None:
+        with self._lock:
+            where = self._keys.get(idempotency_key)
+            if where is None or self._state(where[0], scope) is None:
+                return None
+            return Action.from_dict(self._actions[where[0]][where[1]])
+
+    def journal(self, task_id: str, scope: Scope, *, after_version: int = 0) -> list[JournalEntry]:
+        with self._lock:
+            if self._state(task_id, scope) is None:
+                return []
+            rows = list(self._journal.get(task_id, []))
+        entries = [JournalEntry.from_dict(r) for r in rows]
+        return sorted((e for e in entries if e.version > after_version), key=lambda e: e.version)
+
+    def baseline(self, task_id: str, scope: Scope) -> Snapshot | None:
+        with self._lock:
+            row = self._baselines.get(task_id)
+            if row is None or self._state(task_id, scope) is None:
+                return None
+            return Snapshot.from_dict(row)
 
     def open_actions(self, *, limit: int = 1000, after: str | None = None) -> list[Action]:
         wanted = {str(s) for s in OPEN_ACTION_STATUSES}
         with self._lock:
             rows = [
                 Action.from_dict(a)
-                for a in self._actions.values()
+                for actions in self._actions.values()
+                for a in actions.values()
                 if a["status"] in wanted and (after is None or str(a["id"]) > after)
             ]
         rows.sort(key=lambda a: a.id)
-        return rows[:limit]
-
-    def find_action(self, idempotency_key: str) -> Action | None:
-        with self._lock:
-            action_id = self._keys.get(idempotency_key)
-            return None if action_id is None else Action.from_dict(self._actions[action_id])
-
-    def journal(self, task_id: str, *, after_version: int = 0) -> list[JournalEntry]:
-        with self._lock:
-            rows = list(self._journal.get(task_id, []))
-        entries = [JournalEntry.from_dict(r) for r in rows]
-        return sorted((e for e in entries if e.version > after_version), key=lambda e: e.version)
-
-    def baseline(self, task_id: str) -> Snapshot | None:
-        with self._lock:
-            row = self._baselines.get(task_id)
-            return None if row is None else Snapshot.from_dict(row)
+        return rows[: max(limit, 0)]
 
     def compact(self, snapshot: Snapshot) -> int:
         with self._lock:
             entries = self._journal.get(snapshot.task_id, [])
-            kept = [e for e in entries if int(e["version"]) > snapshot.version]  # type: ignore[call-overload]
+            kept = [e for e in entries if _int(e["version"]) > snapshot.version]
             self._journal[snapshot.task_id] = kept
-            self._baselines[snapshot.task_id] = snapshot.to_dict()
+            held = self._baselines.get(snapshot.task_id)
+            if held is None or _int(held["version"]) < snapshot.version:
+                self._baselines[snapshot.task_id] = snapshot.to_dict()
             return len(entries) - len(kept)
 
     def tasks_with_entries_before(self, cutoff: datetime, *, limit: int = 1000) -> list[str]:
@@ -135,8 +163,47 @@ class InMemoryStore(Store):
                 for task_id, entries in self._journal.items()
                 if any(JournalEntry.from_dict(e).at < cutoff for e in entries[:1])
             ]
-        return sorted(ids)[:limit]
+        return sorted(ids)[: max(limit, 0)]
 
+    # -- sessions and messages ---------------------------------------------------------
+    def _check_session(self, session: Session) -> None:
+        current = self._sessions.get(session.id)
+        if current is not None and current["user_id"] != session.user_id:
+            raise NotFound(f"no session {session.id} for user {session.user_id}")
+
+    def _write(self, session: Session | None, messages: Sequence[Message]) -> None:
+        if session is not None:
+            self._sessions[session.id] = session.to_dict()
+        for message in messages:
+            rows = self._messages.setdefault(message.session_id, [])
+            message.id = (_int(rows[-1]["id"]) if rows else 0) + 1
+            rows.append(message.to_dict())
+
+    def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
+        with self._lock:
+            if session is not None:
+                self._check_session(session)
+            self._write(session, messages)
+
+    def get_session(self, session_id: str, scope: Scope) -> Session | None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is None or not scope.admits(str(row["user_id"])):
+                return None
+            return Session.from_dict(row)
+
+    def messages(
+        self, session_id: str, scope: Scope, *, limit: int = 50, before: int | None = None
+    ) -> list[Message]:
+        with self._lock:
+            rows = [
+                Message.from_dict(m)
+                for m in self._messages.get(session_id, [])
+                if scope.admits(str(m["user_id"])) and (before is None or _int(m["id"]) < before)
+            ]
+        return rows[-limit:] if limit > 0 else []
+
+    # -- workers and recovery claims ----------------------------------------------------
     def claim_for_recovery(
         self, task_ids: Sequence[str], owner: str, *, until: datetime, now: datetime
     ) -> list[str]:
@@ -153,49 +220,22 @@ class InMemoryStore(Store):
         with self._lock:
             self._claims = {k: v for k, v in self._claims.items() if v[0] != owner}
 
-    def put_session(self, session: Session) -> None:
-        with self._lock:
-            current = self._sessions.get(session.id)
-            if current is not None and current["user_id"] != session.user_id:
-                raise NotFound(f"no session {session.id} for user {session.user_id}")
-            self._sessions[session.id] = session.to_dict()
-
-    def get_session(self, session_id: str, *, user_id: str | None) -> Session | None:
-        with self._lock:
-            row = self._sessions.get(session_id)
-            if row is None or (user_id is not None and row["user_id"] != user_id):
-                return None
-            return Session.from_dict(row)
-
-    def append_messages(self, messages: Iterable[Message]) -> None:
-        with self._lock:
-            for message in messages:
-                self._message_id += 1
-                row = message.to_dict()
-                row["id"] = self._message_id
-                self._messages.setdefault(message.session_id, []).append(row)
-
-    def messages(self, session_id: str, *, user_id: str | None, limit: int = 50) -> list[Message]:
-        with self._lock:
-            rows = [
-                Message.from_dict(m)
-                for m in self._messages.get(session_id, [])
-                if user_id is None or m["user_id"] == user_id
-            ]
-        return rows[-limit:] if limit > 0 else []
-
     def register_worker(self, worker: WorkerInfo) -> None:
         with self._lock:
             self._workers[worker.id] = (worker, None)
 
-    def deregister_worker(self, worker_id: str, at: datetime) -> None:
+    def deregister_worker(self, worker: WorkerInfo, at: datetime) -> None:
         with self._lock:
-            info = self._workers.get(worker_id)
-            if info is not None:
-                self._workers[worker_id] = (info[0], at)
+            known = self._workers.get(worker.id)
+            self._workers[worker.id] = (known[0] if known else worker, at)
 
     def stopped_workers(self, worker_ids: Iterable[str]) -> frozenset[str]:
         with self._lock:
             return frozenset(
                 w for w in worker_ids if w in self._workers and self._workers[w][1] is not None
             )
+
+
+def _int(value: object) -> int:
+    assert isinstance(value, int)
+    return value

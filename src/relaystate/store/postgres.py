@@ -34,6 +34,7 @@ from psycopg_pool import ConnectionPool
 from ..errors import DuplicateKey, NotFound, StoreUnavailable, StoreURLError, VersionConflict
 from ..model import (
     OPEN_ACTION_STATUSES,
+    OPEN_TASK_STATUSES,
     Action,
     JournalEntry,
     Message,
@@ -44,8 +45,9 @@ from ..model import (
     TaskStatus,
     WorkerInfo,
 )
+from ..scope import Scope
 from . import schema
-from .base import Commit, Store
+from .roles import DURABLE, ONE_READ_TURN, SHARED, Backend, Commit, SchemaAdmin
 
 DEFAULT_POOL_SIZE = 10
 _MIGRATION_LOCK = 0x72656C6179737461  # "relaysta": the advisory lock of schema changes
@@ -76,7 +78,9 @@ def redact(url: str) -> str:
     return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
 
 
-class PostgresStore(Store):
+class PostgresStore(Backend, SchemaAdmin):
+    capabilities = frozenset({DURABLE, SHARED, ONE_READ_TURN})
+
     def __init__(self, url: str, *, migrate: bool = True) -> None:
         self.url = url
         self._where = redact(url)
@@ -145,16 +149,22 @@ class PostgresStore(Store):
         if commit.messages:
             parts.append(_messages_cte("WHERE EXISTS (SELECT FROM t)"))
             params["messages"] = Jsonb([m.to_dict() for m in commit.messages])
-        sql = "WITH " + ",\n".join(parts) + "\nSELECT count(*) FROM t"
+        sql = (
+            "WITH "
+            + ",\n".join(parts)
+            + "\nSELECT (SELECT count(*) FROM t), "
+            + (_NEW_IDS if commit.messages else "NULL")
+        )
         try:
             row = self._write(sql, params)
         except pg_errors.UniqueViolation as exc:
-            raise self._unique_violation(exc, commit) from None
+            raise self._unique_violation(exc, commit.task.id, commit.session) from None
         if row[0] != 1:
             actual = self._rows("SELECT version FROM tasks WHERE id = %s", (task.id,))
             raise VersionConflict(
                 task.id, commit.expected_version, int(actual[0][0]) if actual else None
             )
+        _number(commit.messages, row[1])
 
     def _write(self, sql: str, params: dict[str, object]) -> tuple[Any, ...]:
         """Run one writing statement (its own transaction), again after a deadlock."""
@@ -171,49 +181,55 @@ class PostgresStore(Store):
         raise AssertionError("unreachable")
 
     @staticmethod
-    def _unique_violation(exc: pg_errors.UniqueViolation, commit: Commit) -> Exception:
+    def _unique_violation(
+        exc: pg_errors.UniqueViolation, task_id: str | None, session: Session | None
+    ) -> Exception:
         constraint = exc.diag.constraint_name
         if constraint in ("actions_idempotency_key", "actions_task_seq"):
-            keys = ", ".join(f"{a.seq}: {a.idempotency_key}" for a in commit.actions)
-            return DuplicateKey(
-                f"task {commit.task.id}: an idempotency key or seq of actions {keys} is taken"
-            )
-        if constraint == "sessions_pkey" and commit.session is not None:
-            return NotFound(f"no session {commit.session.id} for user {commit.session.user_id}")
-        if constraint == "journal_pkey":
-            return VersionConflict(commit.task.id, commit.expected_version, commit.task.version)
+            return DuplicateKey(f"task {task_id}: an idempotency key or seq of an action is taken")
+        if constraint == "sessions_pkey" and session is not None:
+            return NotFound(f"no session {session.id} for user {session.user_id}")
+        if constraint == "journal_pkey" and task_id is not None:
+            return VersionConflict(task_id, 0, None)
         return exc
 
-    def get_task(self, task_id: str, *, user_id: str | None) -> Task | None:
-        if user_id is None:
-            rows = self._rows("SELECT data FROM tasks WHERE id = %s", (task_id,))
-        else:
-            rows = self._rows(
-                "SELECT data FROM tasks WHERE id = %s AND user_id = %s", (task_id, user_id)
-            )
-        return Task.from_dict(rows[0][0]) if rows else None
-
-    def load(self, task_id: str, *, user_id: str | None) -> TaskState | None:
+    def load(self, task_id: str, scope: Scope) -> TaskState | None:
         """The task row and its actions in one round trip."""
-        sql = (
-            "SELECT t.data, (SELECT coalesce(jsonb_agg(a.data ORDER BY a.seq), '[]')"
-            " FROM actions a WHERE a.task_id = t.id) FROM tasks t WHERE t.id = %s"
-        )
-        if user_id is None:
-            rows = self._rows(sql, (task_id,))
-        else:
-            rows = self._rows(sql + " AND t.user_id = %s", (task_id, user_id))
-        if not rows:
-            return None
-        return TaskState(Task.from_dict(rows[0][0]), [Action.from_dict(a) for a in rows[0][1]])
+        found = self.load_many([task_id], scope)
+        return found[0] if found else None
 
-    def get_actions(self, task_id: str) -> list[Action]:
-        rows = self._rows("SELECT data FROM actions WHERE task_id = %s ORDER BY seq", (task_id,))
-        return [Action.from_dict(r[0]) for r in rows]
+    def load_many(
+        self,
+        task_ids: Sequence[str],
+        scope: Scope,
+        *,
+        statuses: Sequence[TaskStatus] | None = None,
+    ) -> list[TaskState]:
+        if not task_ids or (statuses is not None and not statuses):
+            return []
+        sql = _LOAD + " WHERE t.id = ANY(%(ids)s) AND (%(admin)s OR t.user_id = %(user)s)"
+        args = {"ids": list(task_ids), **_owner(scope)}
+        if statuses is not None:
+            sql += " AND t.status = ANY(%(statuses)s)"
+            args["statuses"] = [str(s) for s in statuses]
+        rows = {r[0]["id"]: _state(r[0], r[1]) for r in self._rows(sql, args)}
+        return [rows[t] for t in dict.fromkeys(task_ids) if t in rows]
+
+    def read_turn(self, session_id: str, scope: Scope) -> tuple[Session | None, list[TaskState]]:
+        """The session and the open tasks it lists, with their actions: one round trip."""
+        rows = self._rows(
+            _READ_TURN,
+            {"id": session_id, "open": [str(s) for s in OPEN_TASK_STATUSES], **_owner(scope)},
+        )
+        if not rows:
+            return None, []
+        session = Session.from_dict(rows[0][0])
+        found = {d[0]["id"]: _state(d[0], d[1]) for d in rows[0][1]}
+        return session, [found[t] for t in dict.fromkeys(session.active_task_ids) if t in found]
 
     def list_tasks(
         self,
-        user_id: str | None,
+        scope: Scope,
         *,
         statuses: Sequence[TaskStatus] | None = None,
         limit: int = 100,
@@ -222,9 +238,9 @@ class PostgresStore(Store):
             return []
         where: list[str] = []
         args: list[object] = []
-        if user_id is not None:
+        if not scope.is_admin:
             where.append("user_id = %s")
-            args.append(user_id)
+            args.append(scope.user_id)
         if statuses is not None:
             where.append("status = ANY(%s)")
             args.append([str(s) for s in statuses])
@@ -239,19 +255,28 @@ class PostgresStore(Store):
         rows = self._rows(_OPEN_ACTIONS, (after or "", max(limit, 0)))
         return [Action.from_dict(r[0]) for r in rows]
 
-    def find_action(self, idempotency_key: str) -> Action | None:
-        rows = self._rows("SELECT data FROM actions WHERE idempotency_key = %s", (idempotency_key,))
+    def find_action(self, idempotency_key: str, scope: Scope) -> Action | None:
+        rows = self._rows(
+            "SELECT a.data FROM actions a JOIN tasks t ON t.id = a.task_id"
+            f" WHERE a.idempotency_key = %(key)s{_OWNED}",
+            {"key": idempotency_key, **_owner(scope)},
+        )
         return Action.from_dict(rows[0][0]) if rows else None
 
-    def journal(self, task_id: str, *, after_version: int = 0) -> list[JournalEntry]:
+    def journal(self, task_id: str, scope: Scope, *, after_version: int = 0) -> list[JournalEntry]:
         rows = self._rows(
-            "SELECT data FROM journal WHERE task_id = %s AND version > %s ORDER BY version",
-            (task_id, after_version),
+            "SELECT j.data FROM journal j JOIN tasks t ON t.id = j.task_id"
+            f" WHERE j.task_id = %(id)s AND j.version > %(after)s{_OWNED} ORDER BY j.version",
+            {"id": task_id, "after": after_version, **_owner(scope)},
         )
         return [JournalEntry.from_dict(r[0]) for r in rows]
 
-    def baseline(self, task_id: str) -> Snapshot | None:
-        rows = self._rows("SELECT data FROM baselines WHERE task_id = %s", (task_id,))
+    def baseline(self, task_id: str, scope: Scope) -> Snapshot | None:
+        rows = self._rows(
+            "SELECT b.data FROM baselines b JOIN tasks t ON t.id = b.task_id"
+            f" WHERE b.task_id = %(id)s{_OWNED}",
+            {"id": task_id, **_owner(scope)},
+        )
         return Snapshot.from_dict(rows[0][0]) if rows else None
 
     def compact(self, snapshot: Snapshot) -> int:
@@ -312,40 +337,45 @@ class PostgresStore(Store):
             conn.execute("DELETE FROM recovery_claims WHERE owner = %s", (owner,))
 
     # -- sessions and messages ---------------------------------------------------------
-    def put_session(self, session: Session) -> None:
+    def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
+        if session is None and not messages:
+            return
+        parts: list[str] = []
+        params: dict[str, object] = {}
+        if session is not None:
+            parts.append(_PUT_SESSION)
+            params.update(session_id=session.id, session_user=session.user_id)
+            params["session"] = Jsonb(session.to_dict())
+        if messages:
+            parts.append(_messages_cte(""))
+            params["messages"] = Jsonb([m.to_dict() for m in messages])
+        sql = "WITH " + ",\n".join(parts) + "\nSELECT 1, " + (_NEW_IDS if messages else "NULL")
         try:
-            self._write(
-                "WITH s AS ("
-                " INSERT INTO sessions (id, user_id, data) VALUES (%(id)s, %(user_id)s, %(data)s)"
-                " ON CONFLICT (id, user_id) DO UPDATE SET data = EXCLUDED.data"
-                ") SELECT 1",
-                {"id": session.id, "user_id": session.user_id, "data": Jsonb(session.to_dict())},
-            )
+            row = self._write(sql, params)
         except pg_errors.UniqueViolation as exc:
-            if exc.diag.constraint_name == "sessions_pkey":
-                raise NotFound(f"no session {session.id} for user {session.user_id}") from None
-            raise
+            raise self._unique_violation(exc, None, session) from None
+        _number(messages, row[1])
 
-    def get_session(self, session_id: str, *, user_id: str | None) -> Session | None:
+    def get_session(self, session_id: str, scope: Scope) -> Session | None:
         rows = self._rows("SELECT user_id, data FROM sessions WHERE id = %s", (session_id,))
-        if not rows or (user_id is not None and rows[0][0] != user_id):
+        if not rows or not scope.admits(rows[0][0]):
             return None
         return Session.from_dict(rows[0][1])
 
-    def append_messages(self, messages: Iterable[Message]) -> None:
-        batch = [m.to_dict() for m in messages]
-        if batch:
-            self._write(f"WITH {_messages_cte('')} SELECT 1", {"messages": Jsonb(batch)})
-
-    def messages(self, session_id: str, *, user_id: str | None, limit: int = 50) -> list[Message]:
+    def messages(
+        self, session_id: str, scope: Scope, *, limit: int = 50, before: int | None = None
+    ) -> list[Message]:
         sql = (
             "SELECT id, session_id, user_id, role, text, task_id, created_at FROM messages"
             " WHERE session_id = %s"
         )
         args: list[object] = [session_id]
-        if user_id is not None:
+        if not scope.is_admin:
             sql += " AND user_id = %s"
-            args.append(user_id)
+            args.append(scope.user_id)
+        if before is not None:
+            sql += " AND id < %s"
+            args.append(before)
         rows = self._rows(sql + " ORDER BY id DESC LIMIT %s", [*args, max(limit, 0)])
         return [
             Message(
@@ -378,10 +408,21 @@ class PostgresStore(Store):
             },
         )
 
-    def deregister_worker(self, worker_id: str, at: datetime) -> None:
+    def deregister_worker(self, worker: WorkerInfo, at: datetime) -> None:
         self._write(
-            "WITH w AS (UPDATE workers SET stopped_at = %(at)s WHERE id = %(id)s) SELECT 1",
-            {"at": at, "id": worker_id},
+            "WITH w AS ("
+            " INSERT INTO workers (id, host, pid, build, started_at, stopped_at)"
+            " VALUES (%(id)s, %(host)s, %(pid)s, %(build)s, %(started_at)s, %(at)s)"
+            " ON CONFLICT (id) DO UPDATE SET stopped_at = EXCLUDED.stopped_at"
+            ") SELECT 1",
+            {
+                "id": worker.id,
+                "host": worker.host,
+                "pid": worker.pid,
+                "build": worker.build,
+                "started_at": worker.started_at,
+                "at": at,
+            },
         )
 
     def stopped_workers(self, worker_ids: Iterable[str]) -> frozenset[str]:
@@ -436,6 +477,49 @@ _SESSION = """s AS (
     ON CONFLICT (id, user_id) DO UPDATE SET data = EXCLUDED.data
 )"""
 
+_PUT_SESSION = """s AS (
+    INSERT INTO sessions (id, user_id, data)
+    VALUES (%(session_id)s::text, %(session_user)s::text, %(session)s::jsonb)
+    ON CONFLICT (id, user_id) DO UPDATE SET data = EXCLUDED.data
+)"""
+
+_NEW_IDS = "(SELECT jsonb_agg(jsonb_build_array(session_id, id) ORDER BY session_id, id) FROM mi)"
+"""The numbers the messages CTE gave, to hand back to the caller."""
+
+_LOAD = (
+    "SELECT t.data, (SELECT coalesce(jsonb_agg(a.data ORDER BY a.seq), '[]')"
+    " FROM actions a WHERE a.task_id = t.id) FROM tasks t"
+)
+
+_OWNED = " AND (%(admin)s OR t.user_id = %(user)s)"
+"""The scope filter of a query that joins ``tasks t``: admin, or the task's owner."""
+
+_READ_TURN = """SELECT s.data, (
+    SELECT coalesce(jsonb_agg(jsonb_build_array(t.data, (
+        SELECT coalesce(jsonb_agg(a.data ORDER BY a.seq), '[]')
+        FROM actions a WHERE a.task_id = t.id))), '[]')
+    FROM tasks t
+    WHERE t.id IN (SELECT jsonb_array_elements_text(s.data -> 'active_task_ids'))
+        AND t.user_id = s.user_id AND t.status = ANY(%(open)s)
+) FROM sessions s WHERE s.id = %(id)s AND (%(admin)s OR s.user_id = %(user)s)"""
+
+
+def _owner(scope: Scope) -> dict[str, object]:
+    return {"admin": scope.is_admin, "user": scope.user_id}
+
+
+def _state(task: dict[str, Any], actions: list[dict[str, Any]]) -> TaskState:
+    return TaskState(Task.from_dict(task), [Action.from_dict(a) for a in actions])
+
+
+def _number(messages: Sequence[Message], ids: list[list[Any]] | None) -> None:
+    """Give each message the number its session's counter assigned, in order."""
+    by_session: dict[str, list[int]] = {}
+    for session_id, number in ids or []:
+        by_session.setdefault(session_id, []).append(int(number))
+    for m in messages:
+        m.id = by_session[m.session_id].pop(0)
+
 
 def _messages_cte(gate: str) -> str:
     """Append messages numbered per session: the counter row of each session is bumped by
@@ -461,6 +545,7 @@ mi AS (
             + row_number() OVER (PARTITION BY mb.session_id ORDER BY mb.n),
         mb.user_id, mb.role, mb.text, mb.task_id, mb.created_at
     FROM mb JOIN mc USING (session_id)
+    RETURNING session_id, id
 )"""
 
 

@@ -1,9 +1,12 @@
 """Hot sessions and recent messages in Redis, in front of a durable store.
 
-Every write goes to the durable store first, unchanged: a turn's task, actions, journal entry,
-session and messages stay one durable transaction. Only then are the session and the new
-messages copied into Redis, in one round trip (a Lua script, so the copy is atomic too), with
-a TTL: the session's remaining lifetime, or ``?ttl=SECONDS`` on the Redis URL.
+This is the session role alone (:class:`~relaystate.store.roles.SessionStore`); tasks,
+actions, the journal and workers stay with the durable store. Every write goes to the
+durable store first, unchanged: a turn's task, actions, journal entry, session and messages
+stay one durable transaction, and the cache is told afterwards (``committed``). Only then
+are the session and the new messages copied into Redis, in one round trip (a Lua script, so
+the copy is atomic too), with a TTL: the session's remaining lifetime, or ``?ttl=SECONDS``
+on the Redis URL.
 
 Redis is only a cache. An entry that expired, was evicted or was never written is rebuilt from
 the durable store by the next read. A Redis that is down or failing costs speed, never a turn
@@ -42,20 +45,9 @@ from typing import cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import StoreURLError
-from ..model import (
-    Action,
-    JournalEntry,
-    Message,
-    Session,
-    Snapshot,
-    Task,
-    TaskState,
-    TaskStatus,
-    WorkerInfo,
-    utcnow,
-)
-from .base import Commit, Store
-from .schema import SchemaStatus, SchemaStep
+from ..model import Message, Session, utcnow
+from ..scope import Scope
+from .roles import SessionStore
 
 try:
     import redis
@@ -160,17 +152,10 @@ def _redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
-def _same(stored: Message, written: Message) -> bool:
-    a, b = stored.to_dict(), written.to_dict()
-    a.pop("id")
-    b.pop("id")
-    return a == b
+class RedisSessionCache(SessionStore):
+    """The session role, played by Redis in front of a durable session store.
 
-
-class RedisSessionCache(Store):
-    """A :class:`Store` that keeps hot sessions and recent messages in Redis.
-
-    Everything is delegated to ``durable``, which stays the only source of truth. ``ttl``
+    ``durable`` stays the only source of truth. ``ttl``
     (seconds) replaces each session's remaining lifetime as the TTL of its cached copy;
     ``recent`` is how many messages per session are kept; options in the URL's query win over
     these arguments. ``clock`` must tell the same time as the runtime's clock, since a
@@ -179,7 +164,7 @@ class RedisSessionCache(Store):
 
     def __init__(
         self,
-        durable: Store,
+        durable: SessionStore,
         url: str,
         *,
         ttl: int | None = None,
@@ -312,23 +297,14 @@ class RedisSessionCache(Store):
         return min(max(remaining, 1), lifetime)
 
     # -- writes: durable first, then one round trip to Redis -----------------------------
-    def commit(self, commit: Commit) -> None:
-        self.durable.commit(commit)
-        if commit.session is not None or commit.messages:
-            self._cache_write(commit.session, commit.messages)
+    def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
+        self.durable.write(session, messages)
+        self.committed(session, messages)
 
-    def put_session(self, session: Session) -> None:
-        self.durable.put_session(session)
-        self._cache_write(session, [])
-
-    def append_messages(self, messages: Iterable[Message]) -> None:
-        messages = list(messages)
-        self.durable.append_messages(messages)
-        if messages:
-            self._cache_write(None, messages)
-
-    def _cache_write(self, session: Session | None, messages: Sequence[Message]) -> None:
+    def committed(self, session: Session | None, messages: Sequence[Message]) -> None:
         """Copy what the durable store just committed into Redis; never raises."""
+        if session is None and not messages:
+            return
         by_session: dict[str, list[Message]] = {}
         for m in messages:
             by_session.setdefault(m.session_id, []).append(m)
@@ -347,9 +323,10 @@ class RedisSessionCache(Store):
     def _write_one(self, session_id: str, session: Session | None, new: list[Message]) -> None:
         mode, entries = "", []
         if new:
-            stored = self._stored(session_id, new)
-            mode = "drop" if stored is None else "append"
-            entries = [_dumps(m.to_dict()) for m in stored or []]
+            # The durable store numbered the messages; without numbers, drop the list.
+            numbered = all(m.id is not None for m in new)
+            mode = "append" if numbered else "drop"
+            entries = [_dumps(m.to_dict()) for m in new] if numbered else []
         self._write(
             keys=self._keys(session_id),
             args=[
@@ -362,25 +339,8 @@ class RedisSessionCache(Store):
             ],
         )
 
-    def _stored(self, session_id: str, new: list[Message]) -> list[Message] | None:
-        """The messages just appended as the durable store numbered them, read back.
-
-        ``None`` when the read does not match what was written (another writer appended to
-        the same session meanwhile): the cached list is then dropped rather than guessed.
-        """
-        try:
-            rows = self.durable.messages(session_id, user_id=None, limit=len(new))
-        except Exception as exc:
-            log.warning("redis session cache: reading back message ids failed (%s)", exc)
-            return None
-        if len(rows) != len(new) or any(r.id is None for r in rows):
-            return None
-        if not all(_same(r, m) for r, m in zip(rows, new, strict=True)):
-            return None
-        return rows
-
     # -- reads: Redis first, the durable store on a miss (and refill) --------------------
-    def get_session(self, session_id: str, *, user_id: str | None) -> Session | None:
+    def get_session(self, session_id: str, scope: Scope) -> Session | None:
         key = self._keys(session_id)[0]
         up = self._available()
         if up:
@@ -397,8 +357,8 @@ class RedisSessionCache(Store):
                         log.warning("redis session cache: unreadable %s (%s)", key, exc)
                         self._invalidate([session_id])
                     else:
-                        return _owned(cached, user_id)
-        session = self.durable.get_session(session_id, user_id=None)
+                        return cached if scope.admits(cached.user_id) else None
+        session = self.durable.get_session(session_id, _ANY)
         if session is not None and up:
             try:  # NX: a writer that got there first has the newer copy
                 self._redis.set(
@@ -406,11 +366,13 @@ class RedisSessionCache(Store):
                 )
             except redis.RedisError as exc:
                 self._failed("caching a session", exc)
-        return None if session is None else _owned(session, user_id)
+        return session if session is not None and scope.admits(session.user_id) else None
 
-    def messages(self, session_id: str, *, user_id: str | None, limit: int = 50) -> list[Message]:
-        if limit <= 0 or not self._available():
-            return self.durable.messages(session_id, user_id=user_id, limit=limit)
+    def messages(
+        self, session_id: str, scope: Scope, *, limit: int = 50, before: int | None = None
+    ) -> list[Message]:
+        if limit <= 0 or before is not None or not self._available():
+            return self.durable.messages(session_id, scope, limit=limit, before=before)
         keys = self._keys(session_id)
         try:
             pipe = self._redis.pipeline(transaction=False)
@@ -419,7 +381,7 @@ class RedisSessionCache(Store):
             raw, seen = pipe.execute()
         except redis.RedisError as exc:
             self._failed("reading messages", exc)
-            return self.durable.messages(session_id, user_id=user_id, limit=limit)
+            return self.durable.messages(session_id, scope, limit=limit)
         if raw:
             try:
                 cached = [Message.from_dict(json.loads(e)) for e in raw if e != WHOLE]
@@ -427,9 +389,9 @@ class RedisSessionCache(Store):
                 log.warning("redis session cache: unreadable %s (%s)", keys[1], exc)
                 self._invalidate([session_id])
             else:
-                return self._answer(cached, raw[0] == WHOLE, session_id, user_id, limit)
+                return self._answer(cached, raw[0] == WHOLE, session_id, scope, limit)
         want = max(limit, self.recent)
-        rows = self.durable.messages(session_id, user_id=None, limit=want)
+        rows = self.durable.messages(session_id, _ANY, limit=want)
         whole = len(rows) < want
         kept = rows[-self.recent :]
         entries = ([WHOLE] if whole and len(kept) == len(rows) else []) + [
@@ -442,81 +404,21 @@ class RedisSessionCache(Store):
             )
         except redis.RedisError as exc:
             self._failed("caching messages", exc)
-        return self._answer(rows, whole, session_id, user_id, limit)
+        return self._answer(rows, whole, session_id, scope, limit)
 
     def _answer(
         self,
         tail: list[Message],
         whole: bool,
         session_id: str,
-        user_id: str | None,
+        scope: Scope,
         limit: int,
     ) -> list[Message]:
-        """The last ``limit`` of the user's messages, if the tail we hold can tell."""
-        mine = [m for m in tail if user_id is None or m.user_id == user_id]
+        """The last ``limit`` of the scope's messages, if the tail we hold can tell."""
+        mine = [m for m in tail if scope.admits(m.user_id)]
         if whole or len(mine) >= limit:
             return mine[-limit:]
-        return self.durable.messages(session_id, user_id=user_id, limit=limit)
-
-    # -- everything else is the durable store's ------------------------------------------
-    def get_task(self, task_id: str, *, user_id: str | None) -> Task | None:
-        return self.durable.get_task(task_id, user_id=user_id)
-
-    def get_actions(self, task_id: str) -> list[Action]:
-        return self.durable.get_actions(task_id)
-
-    def load(self, task_id: str, *, user_id: str | None) -> TaskState | None:
-        return self.durable.load(task_id, user_id=user_id)
-
-    def list_tasks(
-        self,
-        user_id: str | None,
-        *,
-        statuses: Sequence[TaskStatus] | None = None,
-        limit: int = 100,
-    ) -> list[Task]:
-        return self.durable.list_tasks(user_id, statuses=statuses, limit=limit)
-
-    def open_actions(self, *, limit: int = 1000, after: str | None = None) -> list[Action]:
-        return self.durable.open_actions(limit=limit, after=after)
-
-    def find_action(self, idempotency_key: str) -> Action | None:
-        return self.durable.find_action(idempotency_key)
-
-    def journal(self, task_id: str, *, after_version: int = 0) -> list[JournalEntry]:
-        return self.durable.journal(task_id, after_version=after_version)
-
-    def baseline(self, task_id: str) -> Snapshot | None:
-        return self.durable.baseline(task_id)
-
-    def compact(self, snapshot: Snapshot) -> int:
-        return self.durable.compact(snapshot)
-
-    def tasks_with_entries_before(self, cutoff: datetime, *, limit: int = 1000) -> list[str]:
-        return self.durable.tasks_with_entries_before(cutoff, limit=limit)
-
-    def claim_for_recovery(
-        self, task_ids: Sequence[str], owner: str, *, until: datetime, now: datetime
-    ) -> list[str]:
-        return self.durable.claim_for_recovery(task_ids, owner, until=until, now=now)
-
-    def release_recovery(self, owner: str) -> None:
-        self.durable.release_recovery(owner)
-
-    def register_worker(self, worker: WorkerInfo) -> None:
-        self.durable.register_worker(worker)
-
-    def deregister_worker(self, worker_id: str, at: datetime) -> None:
-        self.durable.deregister_worker(worker_id, at)
-
-    def stopped_workers(self, worker_ids: Iterable[str]) -> frozenset[str]:
-        return self.durable.stopped_workers(worker_ids)
-
-    def schema_status(self) -> SchemaStatus | None:
-        return self.durable.schema_status()
-
-    def upgrade_schema(self) -> list[SchemaStep]:
-        return self.durable.upgrade_schema()
+        return self.durable.messages(session_id, scope, limit=limit)
 
     def close(self) -> None:
         try:
@@ -525,6 +427,5 @@ class RedisSessionCache(Store):
             self.durable.close()
 
 
-def _owned(session: Session, user_id: str | None) -> Session | None:
-    """No user may read another's session (``None`` is the admin scope)."""
-    return session if user_id is None or session.user_id == user_id else None
+_ANY = Scope.admin("session cache")
+"""The cache reads the durable copy whole and answers only what the caller's scope admits."""

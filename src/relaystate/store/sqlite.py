@@ -20,25 +20,30 @@ from pathlib import Path
 
 from ..errors import DuplicateKey, NotFound, VersionConflict
 from ..model import (
+    OPEN_TASK_STATUSES,
     Action,
     JournalEntry,
     Message,
     Session,
     Snapshot,
     Task,
+    TaskState,
     TaskStatus,
     WorkerInfo,
     to_iso,
 )
+from ..scope import Scope
 from . import schema
-from .base import Commit, Store
+from .roles import DURABLE, SHARED, Backend, Commit, SchemaAdmin
 
 
 def _dumps(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-class SQLiteStore(Store):
+class SQLiteStore(Backend, SchemaAdmin):
+    capabilities = frozenset({DURABLE, SHARED})
+
     def __init__(
         self, path: str | Path, *, synchronous: str = "FULL", migrate: bool = True
     ) -> None:
@@ -98,6 +103,16 @@ class SQLiteStore(Store):
     def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[object, ...]]:
         with self._lock:
             return self._db.execute(sql, args).fetchall()
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Several reads that see one committed state (a read transaction: no lock, no sync)."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            finally:
+                self._db.execute("COMMIT")
 
     # -- tasks, actions, journal -------------------------------------------------------
     def commit(self, commit: Commit) -> None:
@@ -162,30 +177,41 @@ class SQLiteStore(Store):
         row = self._db.execute("SELECT version FROM tasks WHERE id = ?", (task_id,)).fetchone()
         return None if row is None else int(row[0])
 
-    def get_task(self, task_id: str, *, user_id: str | None) -> Task | None:
-        if user_id is None:
-            rows = self._read("SELECT data FROM tasks WHERE id = ?", (task_id,))
-        else:
-            rows = self._read(
-                "SELECT data FROM tasks WHERE id = ? AND user_id = ?", (task_id, user_id)
-            )
-        return Task.from_dict(json.loads(str(rows[0][0]))) if rows else None
+    def load(self, task_id: str, scope: Scope) -> TaskState | None:
+        with self._snapshot() as db:
+            found = _states(db, [task_id], scope, None)
+        return found[0] if found else None
 
-    def get_actions(self, task_id: str) -> list[Action]:
-        rows = self._read("SELECT data FROM actions WHERE task_id = ? ORDER BY seq", (task_id,))
-        return [Action.from_dict(json.loads(str(r[0]))) for r in rows]
+    def load_many(
+        self,
+        task_ids: Sequence[str],
+        scope: Scope,
+        *,
+        statuses: Sequence[TaskStatus] | None = None,
+    ) -> list[TaskState]:
+        if not task_ids:
+            return []
+        with self._snapshot() as db:
+            return _states(db, task_ids, scope, statuses)
+
+    def read_turn(self, session_id: str, scope: Scope) -> tuple[Session | None, list[TaskState]]:
+        with self._snapshot() as db:
+            session = _session(db, session_id, scope)
+            if session is None or not session.active_task_ids:
+                return session, []
+            return session, _states(db, session.active_task_ids, scope, OPEN_TASK_STATUSES)
 
     def list_tasks(
         self,
-        user_id: str | None,
+        scope: Scope,
         *,
         statuses: Sequence[TaskStatus] | None = None,
         limit: int = 100,
     ) -> list[Task]:
         where, args = [], []
-        if user_id is not None:
+        if not scope.is_admin:
             where.append("user_id = ?")
-            args.append(user_id)
+            args.append(scope.user_id)
         if statuses is not None:
             where.append(f"status IN ({','.join('?' * len(statuses))})" if statuses else "0")
             args.extend(str(s) for s in statuses)
@@ -193,7 +219,7 @@ class SQLiteStore(Store):
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
-        rows = self._read(sql, [*args, limit])
+        rows = self._read(sql, [*args, max(limit, 0)])
         return [Task.from_dict(json.loads(str(r[0]))) for r in rows]
 
     def open_actions(self, *, limit: int = 1000, after: str | None = None) -> list[Action]:
@@ -204,19 +230,28 @@ class SQLiteStore(Store):
         )
         return [Action.from_dict(json.loads(str(r[0]))) for r in rows]
 
-    def find_action(self, idempotency_key: str) -> Action | None:
-        rows = self._read("SELECT data FROM actions WHERE idempotency_key = ?", (idempotency_key,))
+    def find_action(self, idempotency_key: str, scope: Scope) -> Action | None:
+        rows = self._read(
+            "SELECT a.data FROM actions a JOIN tasks t ON t.id = a.task_id"
+            f" WHERE a.idempotency_key = ?{_OWNED}",
+            (idempotency_key, *_owner(scope)),
+        )
         return Action.from_dict(json.loads(str(rows[0][0]))) if rows else None
 
-    def journal(self, task_id: str, *, after_version: int = 0) -> list[JournalEntry]:
+    def journal(self, task_id: str, scope: Scope, *, after_version: int = 0) -> list[JournalEntry]:
         rows = self._read(
-            "SELECT data FROM journal WHERE task_id = ? AND version > ? ORDER BY version",
-            (task_id, after_version),
+            "SELECT j.data FROM journal j JOIN tasks t ON t.id = j.task_id"
+            f" WHERE j.task_id = ? AND j.version > ?{_OWNED} ORDER BY j.version",
+            (task_id, after_version, *_owner(scope)),
         )
         return [JournalEntry.from_dict(json.loads(str(r[0]))) for r in rows]
 
-    def baseline(self, task_id: str) -> Snapshot | None:
-        rows = self._read("SELECT data FROM baselines WHERE task_id = ?", (task_id,))
+    def baseline(self, task_id: str, scope: Scope) -> Snapshot | None:
+        rows = self._read(
+            f"SELECT b.data FROM baselines b JOIN tasks t ON t.id = b.task_id"
+            f" WHERE b.task_id = ?{_OWNED}",
+            (task_id, *_owner(scope)),
+        )
         return Snapshot.from_dict(json.loads(str(rows[0][0]))) if rows else None
 
     def compact(self, snapshot: Snapshot) -> int:
@@ -272,9 +307,13 @@ class SQLiteStore(Store):
             db.execute("DELETE FROM recovery_claims WHERE owner = ?", (owner,))
 
     # -- sessions and messages ---------------------------------------------------------
-    def put_session(self, session: Session) -> None:
+    def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
+        if session is None and not messages:
+            return
         with self._tx() as db:
-            self._put_session(db, session)
+            if session is not None:
+                self._put_session(db, session)
+            self._append(db, messages)
 
     @staticmethod
     def _put_session(db: sqlite3.Connection, session: Session) -> None:
@@ -287,39 +326,37 @@ class SQLiteStore(Store):
         if cur.rowcount != 1:
             raise NotFound(f"no session {session.id} for user {session.user_id}")
 
-    def get_session(self, session_id: str, *, user_id: str | None) -> Session | None:
-        rows = self._read("SELECT user_id, data FROM sessions WHERE id = ?", (session_id,))
-        if not rows or (user_id is not None and rows[0][0] != user_id):
-            return None
-        return Session.from_dict(json.loads(str(rows[0][1])))
-
-    def append_messages(self, messages: Iterable[Message]) -> None:
-        messages = list(messages)
-        if messages:
-            with self._tx() as db:
-                self._append(db, messages)
+    def get_session(self, session_id: str, scope: Scope) -> Session | None:
+        with self._lock:
+            return _session(self._db, session_id, scope)
 
     @staticmethod
     def _append(db: sqlite3.Connection, messages: Iterable[Message]) -> None:
         # One b-tree keyed by (session, number): appending touches one page, not two.
         for m in messages:
-            db.execute(
+            row = db.execute(
                 "INSERT INTO messages (session_id, id, user_id, role, text, task_id, created_at)"
                 " SELECT ?1, COALESCE(MAX(id), 0) + 1, ?2, ?3, ?4, ?5, ?6 FROM messages"
-                " WHERE session_id = ?1",
+                " WHERE session_id = ?1 RETURNING id",
                 (m.session_id, m.user_id, m.role, m.text, m.task_id, to_iso(m.created_at)),
-            )
+            ).fetchone()
+            m.id = int(row[0])
 
-    def messages(self, session_id: str, *, user_id: str | None, limit: int = 50) -> list[Message]:
+    def messages(
+        self, session_id: str, scope: Scope, *, limit: int = 50, before: int | None = None
+    ) -> list[Message]:
         sql = (
             "SELECT id, session_id, user_id, role, text, task_id, created_at FROM messages"
             " WHERE session_id = ?"
         )
         args: list[object] = [session_id]
-        if user_id is not None:
+        if not scope.is_admin:
             sql += " AND user_id = ?"
-            args.append(user_id)
-        rows = self._read(sql + " ORDER BY id DESC LIMIT ?", [*args, limit])
+            args.append(scope.user_id)
+        if before is not None:
+            sql += " AND id < ?"
+            args.append(before)
+        rows = self._read(sql + " ORDER BY id DESC LIMIT ?", [*args, max(limit, 0)])
         keys = ("id", "session_id", "user_id", "role", "text", "task_id", "created_at")
         return [Message.from_dict(dict(zip(keys, r, strict=True))) for r in reversed(rows)]
 
@@ -332,9 +369,21 @@ class SQLiteStore(Store):
                 (worker.id, worker.host, worker.pid, worker.build, to_iso(worker.started_at)),
             )
 
-    def deregister_worker(self, worker_id: str, at: datetime) -> None:
+    def deregister_worker(self, worker: WorkerInfo, at: datetime) -> None:
         with self._tx() as db:
-            db.execute("UPDATE workers SET stopped_at = ? WHERE id = ?", (to_iso(at), worker_id))
+            db.execute(
+                "INSERT INTO workers (id, host, pid, build, started_at, stopped_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (id) DO UPDATE SET stopped_at = excluded.stopped_at",
+                (
+                    worker.id,
+                    worker.host,
+                    worker.pid,
+                    worker.build,
+                    to_iso(worker.started_at),
+                    to_iso(at),
+                ),
+            )
 
     def stopped_workers(self, worker_ids: Iterable[str]) -> frozenset[str]:
         ids = list(worker_ids)
@@ -391,6 +440,46 @@ class _Schema:
 
 
 _READ_VERSION = "SELECT value FROM meta WHERE key = 'schema_version'"
+_OWNED = " AND (? OR t.user_id = ?)"
+"""The scope filter of a query that joins ``tasks t``: admin, or the task's owner."""
+
+
+def _owner(scope: Scope) -> tuple[bool, str | None]:
+    return scope.is_admin, scope.user_id
+
+
+def _session(db: sqlite3.Connection, session_id: str, scope: Scope) -> Session | None:
+    row = db.execute("SELECT user_id, data FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None or not scope.admits(str(row[0])):
+        return None
+    return Session.from_dict(json.loads(str(row[1])))
+
+
+def _states(
+    db: sqlite3.Connection,
+    task_ids: Sequence[str],
+    scope: Scope,
+    statuses: Sequence[TaskStatus] | None,
+) -> list[TaskState]:
+    """Tasks by id (in scope, with one of ``statuses``) and their actions, in id order given."""
+    ids = list(dict.fromkeys(task_ids))
+    marks = ",".join("?" * len(ids))
+    sql = f"SELECT id, data FROM tasks t WHERE id IN ({marks}){_OWNED}"
+    args: list[object] = [*ids, *_owner(scope)]
+    if statuses is not None:
+        sql += f" AND status IN ({','.join('?' * len(statuses))})" if statuses else " AND 0"
+        args.extend(str(s) for s in statuses)
+    tasks = {str(r[0]): Task.from_dict(json.loads(str(r[1]))) for r in db.execute(sql, args)}
+    if not tasks:
+        return []
+    actions: dict[str, list[Action]] = {t: [] for t in tasks}
+    marks = ",".join("?" * len(tasks))
+    for row in db.execute(
+        f"SELECT task_id, data FROM actions WHERE task_id IN ({marks}) ORDER BY task_id, seq",
+        list(tasks),
+    ):
+        actions[str(row[0])].append(Action.from_dict(json.loads(str(row[1]))))
+    return [TaskState(tasks[t], actions[t]) for t in ids if t in tasks]
 
 
 def _statements(script: str) -> Iterator[str]:

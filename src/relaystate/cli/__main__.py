@@ -1,0 +1,5 @@
+"""``python -m relaystate.cli``."""
+
+from . import main
+
+main()

@@ -1,0 +1,61 @@
+"""``relaystate demo run|ledger``: the scripted walk-through and its downstream ledger."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from .options import Options, store_parser
+
+
+def register(commands: Any) -> None:
+    group = commands.add_parser("demo", help="The demo agents and their downstream ledger.")
+    sub = group.add_subparsers(title="commands", metavar="COMMAND", parser_class=type(group))
+    group.set_defaults(run=lambda ns: group.error("name a demo command"))
+    p = sub.add_parser("run", help="Leave mid-task, come back on a new device, survive a crash.")
+    p.add_argument("--dir", dest="workdir", type=Path, default=Path("demo-data"))
+    p.set_defaults(run=run)
+    p = sub.add_parser(
+        "ledger", parents=[store_parser()], help="What the demo downstream received, by key."
+    )
+    p.add_argument("--ledger", help="The ledger file (default beside the store).")
+    p.set_defaults(run=ledger)
+
+
+def run(ns: argparse.Namespace) -> None:
+    """A scripted walk-through: leave mid-task, come back on a new device, survive a crash."""
+    from rich.console import Console
+
+    from ..demo.script import run_demo
+
+    run_demo(ns.workdir, Console())
+
+
+def ledger(ns: argparse.Namespace) -> None:
+    """What the demo downstream holds: each effect with its key and how many requests came."""
+    from ..demo.ledger import Ledger
+
+    opts = Options.parse(ns)
+    path = opts.ledger_path()
+    if not path.exists():
+        raise ValueError(f"no ledger at {path}")
+    entries = Ledger(path).entries()
+    if opts.as_json:
+        opts.emit(entries)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..render import short
+
+    table = Table("idempotency key", "kind", "requests", "effects", "effect")
+    for e in entries:
+        table.add_row(
+            e["idempotency_key"],
+            e["kind"],
+            str(e["requests"]),
+            str(e["effects"]),
+            short(e["effect"]),
+        )
+    Console().print(table)

@@ -1,0 +1,186 @@
+"""``relaystate tasks list|show|history|resume|resolve``: inspect, resume and settle Tasks.
+
+Without ``--user`` the operator acts with admin scope (``tasks list`` always names a user).
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from typing import Any
+
+from .options import Options, app_parser, scope_for, store_parser
+
+
+def register(commands: Any) -> None:
+    group = commands.add_parser("tasks", help="Inspect, resume and settle Tasks.")
+    sub = group.add_subparsers(title="commands", metavar="COMMAND", parser_class=type(group))
+    group.set_defaults(run=lambda ns: group.error("name a tasks command"))
+
+    p = sub.add_parser("list", parents=[store_parser()], help="A user's Tasks (open ones).")
+    p.add_argument("--user", required=True, help="Whose Tasks.")
+    p.add_argument("--status", default="open", help="open, all, or statuses like done,failed.")
+    p.add_argument("--limit", type=_limit, default=100)
+    p.set_defaults(run=list_tasks)
+
+    p = sub.add_parser("show", parents=[app_parser()], help="A Task: stage, slots, Actions.")
+    _task_args(p)
+    p.add_argument("--at", help="Show it as it was at a version or ISO time (journal replay).")
+    p.set_defaults(run=show)
+
+    p = sub.add_parser("history", parents=[app_parser()], help="The Task's journal.")
+    _task_args(p)
+    p.set_defaults(run=history)
+
+    p = sub.add_parser("resume", parents=[app_parser()], help="Reconcile and run what is due.")
+    _task_args(p)
+    p.set_defaults(run=resume)
+
+    p = sub.add_parser(
+        "resolve", parents=[app_parser()], help="Settle an Action that needs attention."
+    )
+    p.add_argument("task_id", metavar="TASK_ID")
+    p.add_argument("seq", type=int, metavar="SEQ", help="The Action's seq (see tasks show).")
+    outcome = p.add_mutually_exclusive_group(required=True)
+    outcome.add_argument("--succeeded", dest="succeeded", action="store_true")
+    outcome.add_argument("--failed", dest="succeeded", action="store_false")
+    p.set_defaults(run=resolve)
+
+
+def _task_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task_id", metavar="TASK_ID")
+    p.add_argument("--user", help="Act as this user (scopes every read); default: operator.")
+
+
+def _limit(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 10_000:
+        raise argparse.ArgumentTypeError("--limit takes 1 to 10000")
+    return value
+
+
+def _statuses(status: str) -> list[Any] | None:
+    from ..model import OPEN_TASK_STATUSES, TaskStatus
+
+    if status == "all":
+        return None
+    if status == "open":
+        return list(OPEN_TASK_STATUSES)
+    try:
+        return [TaskStatus(s.strip()) for s in status.split(",")]
+    except ValueError:
+        known = ", ".join(["open", "all", *(s.value for s in TaskStatus)])
+        raise ValueError(f"unknown status {status!r}; use one of: {known}") from None
+
+
+def list_tasks(ns: argparse.Namespace) -> None:
+    """A user's Tasks (open ones by default), from any session or device."""
+    from ..runtime import Runtime
+    from ..scope import Scope
+    from ..views import task_view
+
+    opts = Options.parse(ns)
+    statuses = _statuses(ns.status)
+    with Runtime(opts.stores(), []) as rt:
+        tasks = rt.tasks(Scope.user(ns.user), statuses=statuses, limit=ns.limit)
+    if opts.as_json:
+        opts.emit([task_view(t) for t in tasks])
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("Task", "type", "stage", "status", "progress", "updated", "next")
+    for t in tasks:
+        table.add_row(
+            t.id,
+            t.type,
+            t.stage,
+            str(t.status),
+            f"{t.progress.done}/{t.progress.total}",
+            f"{t.updated_at:%Y-%m-%d %H:%M:%S}",
+            t.status_text,
+        )
+    Console().print(table if tasks else f"No {ns.status} tasks for {ns.user}.")
+
+
+def show(ns: argparse.Namespace) -> None:
+    """A Task: stage, status, slots, progress and its Actions (``--at``: as it was then)."""
+    from ..views import state_view
+
+    opts = Options.parse(ns)
+    with opts.runtime() as rt:
+        scope = scope_for(ns.user)
+        if ns.at is None:
+            state = rt.task(scope, ns.task_id)
+        else:
+            state = rt.replay(scope, ns.task_id, _point(ns.at))
+    if opts.as_json:
+        opts.emit(state_view(state))
+        return
+    from rich.console import Console
+
+    from ..render import print_state
+
+    title = None if ns.at is None else f"Task {ns.task_id} at {ns.at}"
+    print_state(Console(), state, title)
+
+
+def _point(at: str) -> int | datetime:
+    if at.isdigit():
+        return int(at)
+    try:
+        moment = datetime.fromisoformat(at)
+    except ValueError:
+        raise ValueError(f"--at takes a version number or an ISO time, not {at!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def history(ns: argparse.Namespace) -> None:
+    """The Task's journal as a timeline: what changed, why, by whom, when."""
+    from ..views import history_view
+
+    opts = Options.parse(ns)
+    with opts.runtime() as rt:
+        baseline, entries = rt.history(scope_for(ns.user), ns.task_id)
+    if opts.as_json:
+        opts.emit(history_view(baseline, entries))
+        return
+    from rich.console import Console
+
+    from ..render import history_table
+
+    Console().print(history_table(ns.task_id, baseline, entries))
+
+
+def resume(ns: argparse.Namespace) -> None:
+    """Resume a Task from its stored state: reconcile, run what is due, say what's next."""
+    from ..views import state_view
+
+    opts = Options.parse(ns)
+    with opts.runtime() as rt:
+        result = rt.resume(scope_for(ns.user), ns.task_id)
+    if opts.as_json:
+        opts.emit({**state_view(result.state), "next_step": type(result.step).__name__})
+        return
+    from rich.console import Console
+
+    from ..render import print_state
+
+    print_state(Console(), result.state)
+
+
+def resolve(ns: argparse.Namespace) -> None:
+    """Settle an Action that needs attention, after checking the downstream by hand."""
+    from ..views import state_view
+
+    opts = Options.parse(ns)
+    with opts.runtime() as rt:
+        state = rt.resolve(scope_for(None), ns.task_id, ns.seq, succeeded=ns.succeeded)
+    if opts.as_json:
+        opts.emit(state_view(state))
+        return
+    from rich.console import Console
+
+    from ..render import print_state
+
+    print_state(Console(), state)

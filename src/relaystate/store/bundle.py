@@ -1,0 +1,83 @@
+"""The roles a runtime writes to and reads from, bound to the backends that play them.
+
+Usually one database plays every role (``Stores.of(SQLiteStore(...))``). With a session
+cache, Redis plays the session role in front of that database: the task commit still writes
+the session and messages durably in its transaction, and the cache is told afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..errors import StoreURLError
+from ..model import OPEN_TASK_STATUSES, Message, Session, TaskState
+from ..scope import Scope
+from .roles import Backend, Commit, Coordination, SchemaAdmin, SessionStore, TaskStore
+
+
+class Stores:
+    """One object per role: ``tasks``, ``sessions``, ``coordination`` and ``schema``."""
+
+    def __init__(
+        self,
+        tasks: TaskStore,
+        sessions: SessionStore,
+        coordination: Coordination,
+        schema: SchemaAdmin | None = None,
+    ) -> None:
+        self.tasks = tasks
+        self.sessions = sessions
+        self.coordination = coordination
+        self.schema = schema
+        self.url = tasks.url
+        # The commit can carry the turn's session and messages when they live in the same
+        # database as the task (directly, or behind a cache of that database).
+        self._shared = _same(sessions, tasks)
+        self._sessions_with_tasks = self._shared or _same(getattr(sessions, "durable", None), tasks)
+
+    @classmethod
+    def of(cls, backend: Backend, *, sessions: SessionStore | None = None) -> Stores:
+        """One backend in every role it plays (a cache may take the session role)."""
+        if not isinstance(backend, Backend):
+            raise StoreURLError(f"{type(backend).__name__} cannot hold tasks and sessions")
+        schema = backend if isinstance(backend, SchemaAdmin) else None
+        return cls(backend, sessions or backend, backend, schema)
+
+    def commit(self, commit: Commit) -> None:
+        """The task change, then what its turn said: one transaction where one database
+        holds both; else the task first, then the session and messages (invariant 2)."""
+        if self._sessions_with_tasks:
+            self.tasks.commit(commit)
+            if not self._shared and (commit.session or commit.messages):
+                self.sessions.committed(commit.session, commit.messages)
+            return
+        self.tasks.commit(replace(commit, session=None, messages=[]))
+        self.write_session(commit.session, commit.messages)
+
+    def write_session(self, session: Session | None, messages: Sequence[Message]) -> None:
+        """A turn that changed no task: its session and messages in one transaction."""
+        if session is not None or messages:
+            self.sessions.write(session, messages)
+
+    def read_turn(self, session_id: str, scope: Scope) -> tuple[Session | None, list[TaskState]]:
+        """A session and its open tasks, in one read where one database holds both."""
+        if self._shared and isinstance(self.tasks, Backend):
+            return self.tasks.read_turn(session_id, scope)
+        session = self.sessions.get_session(session_id, scope)
+        if session is None or not session.active_task_ids:
+            return session, []
+        states = self.tasks.load_many(session.active_task_ids, scope, statuses=OPEN_TASK_STATUSES)
+        return session, states
+
+    def close(self) -> None:
+        """Close every backend once (a cache closes before the database behind it)."""
+        seen: list[object] = []
+        for role in (self.sessions, self.tasks, self.coordination, self.schema):
+            if role is not None and not any(role is s for s in seen):
+                seen.append(role)
+                role.close()
+
+
+def _same(a: object, b: object) -> bool:
+    return a is b

@@ -1,0 +1,222 @@
+"""The store by role: small interfaces that a backend implements one by one.
+
+=================  =====================================================================
+``TaskStore``      Tasks, their Actions, the journal and baselines; ``commit`` is the one
+                   write path (task + actions + journal + the turn's session and messages)
+``SessionStore``   Sessions and their messages (Redis plays this role alone, as a cache)
+``Coordination``   recovery claims and the worker registry (later: the work queue)
+``SchemaAdmin``    the database schema's version and its upgrades (SQL backends)
+=================  =====================================================================
+
+A backend subclasses the roles it plays; :class:`~relaystate.store.bundle.Stores` binds one
+backend per role, and the conformance suite (``tests/conformance/<role>/``) runs each role's
+tests against every backend that plays it. Finer differences are ``capabilities`` flags.
+
+Reads of user data take a :class:`~relaystate.scope.Scope`: a user scope sees that user's
+rows only, and another user's ids answer like ids that do not exist. Maintenance reads
+(recovery scans, compaction) are for admin callers; the runtime checks that before it asks.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..model import (
+    OPEN_TASK_STATUSES,
+    Action,
+    JournalEntry,
+    Message,
+    Session,
+    Snapshot,
+    Task,
+    TaskState,
+    TaskStatus,
+    WorkerInfo,
+)
+from ..scope import Scope
+from .schema import SchemaStatus, SchemaStep
+
+DURABLE = "durable"
+"""Committed data survives the process (not ``memory://``)."""
+SHARED = "shared"
+"""Several processes may use the same store at once."""
+ONE_READ_TURN = "one_read_turn"
+"""``read_turn`` fetches a session and its open tasks in one round trip."""
+
+
+@dataclass
+class Commit:
+    """One atomic change of one task, with what its turn said.
+
+    ``state.task.version`` is the new version; ``expected_version`` the one the writer read
+    (0 to create). ``actions`` are only those created or changed by this commit. The session
+    and messages, when given, commit in the same transaction, after the task (invariant 2);
+    the store numbers the messages and sets their ``id``.
+    """
+
+    state: TaskState
+    expected_version: int
+    actions: list[Action]
+    entry: JournalEntry
+    session: Session | None = None
+    messages: list[Message] = field(default_factory=list)
+
+    @property
+    def task(self) -> Task:
+        return self.state.task
+
+
+class _Closable:
+    url: str
+    capabilities: frozenset[str] = frozenset()
+
+    def close(self) -> None:
+        """Release connections."""
+
+
+class TaskStore(_Closable, ABC):
+    """Durable home of Tasks, Actions, the journal and its baselines."""
+
+    @abstractmethod
+    def commit(self, commit: Commit) -> None:
+        """Write one change atomically; VersionConflict if the task moved on (or belongs to
+        another user), DuplicateKey if an action's idempotency key belongs to another action,
+        NotFound if the session belongs to another user. Nothing is written on any error."""
+
+    @abstractmethod
+    def load(self, task_id: str, scope: Scope) -> TaskState | None:
+        """A task with its actions: everything resuming needs, and nothing of its history."""
+
+    @abstractmethod
+    def load_many(
+        self,
+        task_ids: Sequence[str],
+        scope: Scope,
+        *,
+        statuses: Sequence[TaskStatus] | None = None,
+    ) -> list[TaskState]:
+        """Those of these tasks that exist in scope (and have one of ``statuses``), with their
+        actions, in one read; in the order of ``task_ids``."""
+
+    @abstractmethod
+    def list_tasks(
+        self,
+        scope: Scope,
+        *,
+        statuses: Sequence[TaskStatus] | None = None,
+        limit: int = 100,
+    ) -> list[Task]:
+        """The scope's tasks (every user's for admin), most recently updated first."""
+
+    @abstractmethod
+    def find_action(self, idempotency_key: str, scope: Scope) -> Action | None:
+        """The action holding an idempotency key, if its task is in scope."""
+
+    @abstractmethod
+    def journal(self, task_id: str, scope: Scope, *, after_version: int = 0) -> list[JournalEntry]:
+        """A task's journal entries after a version, in version order ([] out of scope)."""
+
+    @abstractmethod
+    def baseline(self, task_id: str, scope: Scope) -> Snapshot | None:
+        """The task's latest baseline snapshot, if its history was ever compacted."""
+
+    # -- maintenance: admin callers only -------------------------------------------------
+    @abstractmethod
+    def open_actions(self, *, limit: int = 1000, after: str | None = None) -> list[Action]:
+        """Actions in pending, running or unknown state, by id, those after ``after`` (a page
+        of the whole set: recovery walks it to the end however large it is)."""
+
+    @abstractmethod
+    def compact(self, snapshot: Snapshot) -> int:
+        """Store a baseline and drop the entries it folds in; returns how many were dropped."""
+
+    @abstractmethod
+    def tasks_with_entries_before(self, cutoff: datetime, *, limit: int = 1000) -> list[str]:
+        """Ids of tasks that have journal entries older than ``cutoff`` (to compact)."""
+
+
+class SessionStore(_Closable, ABC):
+    """Sessions and their messages: display and routing context, never task state."""
+
+    @abstractmethod
+    def get_session(self, session_id: str, scope: Scope) -> Session | None:
+        """A session, if it exists and is in scope."""
+
+    @abstractmethod
+    def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
+        """Create or replace a session and append messages, in one transaction (a turn that
+        changed no task). NotFound if the session id belongs to another user. The store
+        numbers the messages and sets their ``id``."""
+
+    @abstractmethod
+    def messages(
+        self, session_id: str, scope: Scope, *, limit: int = 50, before: int | None = None
+    ) -> list[Message]:
+        """The last ``limit`` messages of a session (those numbered below ``before``, if
+        given), oldest first."""
+
+    def committed(self, session: Session | None, messages: Sequence[Message]) -> None:
+        """Told after a task commit wrote this session and these messages durably: a cache
+        copies them; a durable store has nothing left to do."""
+
+
+class Coordination(_Closable, ABC):
+    """Who works on what: recovery claims and the workers that hold leases."""
+
+    @abstractmethod
+    def claim_for_recovery(
+        self, task_ids: Sequence[str], owner: str, *, until: datetime, now: datetime
+    ) -> list[str]:
+        """Take these tasks for one recovery pass; returns those taken.
+
+        A task another recoverer holds (its claim not yet past ``until``) is skipped, so two
+        processes recovering at once split the work instead of racing for every task.
+        Claims are coordination only, not task state: the task itself is still changed
+        through version-checked commits.
+        """
+
+    @abstractmethod
+    def release_recovery(self, owner: str) -> None:
+        """Drop the claims of one recoverer (at the end of its pass)."""
+
+    @abstractmethod
+    def register_worker(self, worker: WorkerInfo) -> None:
+        """Record a process that will hold leases."""
+
+    @abstractmethod
+    def deregister_worker(self, worker: WorkerInfo, at: datetime) -> None:
+        """Mark a worker stopped (recorded even if it never registered): its leases count as
+        expired at once."""
+
+    @abstractmethod
+    def stopped_workers(self, worker_ids: Iterable[str]) -> frozenset[str]:
+        """Which of these workers have deregistered."""
+
+
+class SchemaAdmin(_Closable, ABC):
+    """A database whose schema is versioned (the SQL backends)."""
+
+    @abstractmethod
+    def schema_status(self) -> SchemaStatus:
+        """The database schema's applied and latest versions. Opening a store normally
+        upgrades it already."""
+
+    @abstractmethod
+    def upgrade_schema(self) -> list[SchemaStep]:
+        """Apply pending schema migrations; returns the steps this call applied."""
+
+
+class Backend(TaskStore, SessionStore, Coordination):
+    """A database that plays the task, session and coordination roles together, so that a
+    turn's task change, session and messages commit in one transaction."""
+
+    def read_turn(self, session_id: str, scope: Scope) -> tuple[Session | None, list[TaskState]]:
+        """A session and those of the tasks it lists that are still open, in one read where
+        the backend can (``ONE_READ_TURN``)."""
+        session = self.get_session(session_id, scope)
+        if session is None or not session.active_task_ids:
+            return session, []
+        return session, self.load_many(session.active_task_ids, scope, statuses=OPEN_TASK_STATUSES)

@@ -1,0 +1,75 @@
+"""The JSON shapes of Tasks, Actions, journal entries and Turns, shared by every surface.
+
+The CLI's ``--json``, a Turn's ``to_dict`` and the HTTP API all answer with these, so a
+script written against one reads the others. Field names are the code's own words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .model import Action, JournalEntry, Snapshot, Task, TaskState, to_iso
+
+JSON = dict[str, Any]
+
+
+def task_view(task: Task) -> JSON:
+    """A task's stored fields: stage, status, slots, progress, version, owner..."""
+    return task.to_dict()
+
+
+def action_view(action: Action) -> JSON:
+    """One action as people and scripts look at it (its lease only while it holds one)."""
+    return {
+        "id": action.id,
+        "task_id": action.task_id,
+        "seq": action.seq,
+        "name": action.name,
+        "kind": str(action.kind),
+        "stage": action.stage,
+        "status": str(action.status),
+        "idempotency_key": action.idempotency_key,
+        "attempts": action.attempts,
+        "checks": action.checks,
+        "compensates": action.compensates,
+        "input": action.input,
+        "output": action.output,
+        "error": action.error,
+        "lease_owner": action.lease_owner,
+        "lease_expires_at": to_iso(action.lease_expires_at),
+        "next_attempt_at": to_iso(action.next_attempt_at),
+        "created_at": to_iso(action.created_at),
+        "updated_at": to_iso(action.updated_at),
+    }
+
+
+def state_view(state: TaskState) -> JSON:
+    """A task with its actions in seq order."""
+    return {**task_view(state.task), "actions": [action_view(a) for a in state.actions]}
+
+
+def history_view(baseline: Snapshot | None, entries: Sequence[JournalEntry]) -> JSON:
+    """A task's journal: the baseline it was compacted into (if any) and the entries after."""
+    return {
+        "baseline": None if baseline is None else baseline.to_dict(),
+        "entries": [e.to_dict() for e in entries],
+    }
+
+
+def turn_view(
+    *,
+    session_id: str,
+    reply: str,
+    language: str,
+    state: TaskState | None,
+    actions: Sequence[Action],
+) -> JSON:
+    """One conversational turn: the reply, the task it touched, the actions that moved."""
+    return {
+        "session_id": session_id,
+        "reply": reply,
+        "language": language,
+        "task": None if state is None else task_view(state.task),
+        "actions": [action_view(a) for a in actions],
+    }
