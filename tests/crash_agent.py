@@ -163,7 +163,7 @@ def recover(args: argparse.Namespace) -> None:
                 None if a.lease_expires_at is None else (a.lease_expires_at - now).total_seconds()
             ),
         }
-        for a in rt.store.open_actions()
+        for a in rt.stores.tasks.open_actions()
     ]
     began = time.monotonic()
     report = rt.recover(ADMIN)

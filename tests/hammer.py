@@ -43,7 +43,9 @@ def main() -> None:
                     return True
 
                 try:
-                    rt.writer.mutate(task_id, user, bump, actor=f"hammer:{me}", reason="bump")
+                    rt._writer.mutate(
+                        task_id, Scope.user(user), bump, actor=f"hammer:{me}", reason="bump"
+                    )
                     landed[which] += 1
                 except VersionConflict:
                     landed["conflicts"] += 1

@@ -14,22 +14,30 @@ as a *new* process and checks what recovery made of it:
 * the dead process's lease (300 s) does not delay recovery: a dead holder on this host counts
   as expired at once.
 
-What each failpoint means for the target action (``charge``, or ``ship`` in the two-effect
-sequence), by declaration:
+An action is recorded already claimed (``running``, attempts 1, under the lease), in the same
+commit as the change that made it due: the user's confirmation, or the previous action's
+result. So a crash at ``before_record`` of an action loses that commit, and with it the
+*previous* action's result; there is no moment between one action's result and the next
+record any more. What each failpoint leaves in doubt, for the target action (``charge``, or
+``ship`` in the two-effect sequence) and the action before it (``quote``, or ``charge``):
 
-================  ================  =============  ===============  ===============
-point             idem + check      idem, no chk   non-idem + chk   non-idem, no chk
-================  ================  =============  ===============  ===============
-before_record     not recorded: recovery records and runs it once -> done, 1 effect
-after_record      pending, leased by the dead process: claimed and run once -> done
-before_effect     running, no effect: check says not found / safe repeat -> run again
-                  -> done, 1 effect (attempt 2); non-idem without check: unknowable ->
-                  needs_attention, 0 effects
-after_effect      running, 1 effect: check finds it -> done (1 request); idempotent
-                  without check repeats with the same key -> done (2 requests, 1 effect);
-                  non-idem without check -> needs_attention, 1 effect
-after_commit      success committed: nothing to reconcile; the rest of the task runs
-================  ================  =============  ===============  ===============
+================  =====================================================================
+point             in doubt after the crash
+================  =====================================================================
+before_record     the previous action: claimed, run, result lost (a read-only quote runs
+                  again; a charge whose effect landed is settled by the rules below)
+after_record      the target: claimed, no effect yet
+before_effect     the target: claimed, no effect yet
+after_effect      the target: claimed, its effect landed
+after_commit      the action after the target (a read-only receipt), claimed in the same
+                  commit as the target's result; nothing after the last action
+================  =====================================================================
+
+And how recovery settles an action in doubt, by declaration: a check finds the effect and
+adopts it (1 request) or says not found and it runs again (attempt 2); an idempotent action
+without a check repeats with the same key (the downstream deduplicates: 1 effect); a
+non-idempotent action without a check cannot be known, so the task needs attention (with
+0 or 1 effect, as the crash left it), never a blind repeat.
 """
 
 from __future__ import annotations
@@ -178,9 +186,9 @@ def look(setup: Setup) -> Seen:
 
 def peek(setup: Setup) -> TaskState | None:
     """The task as stored right now, or None before it exists."""
-    store = open_store(setup.store)
+    store = open_store(setup.store).tasks
     try:
-        return store.load(TASK, user_id=None)
+        return store.load(TASK, ADMIN)
     finally:
         store.close()
 
@@ -196,21 +204,35 @@ def named(state: TaskState, name: str) -> Any:
 class Expect:
     status: TaskStatus
     action_status: ActionStatus
-    effects: int  # effects in the ledger for the target's key (0 or 1, never more)
+    effects: int  # effects in the ledger for the action's key (0 or 1, never more)
     requests: int  # requests the ledger received for that key
     attempts: int
 
 
-def expect(decl: str, point: str) -> Expect:
+def in_doubt(shape: str, point: str) -> tuple[str, bool] | None:
+    """The action a crash at ``point`` of the target leaves claimed but unsettled, and
+    whether its effect had happened (None: nothing is in doubt)."""
+    target, previous = ("charge", "quote") if shape == "single" else ("ship", "charge")
+    if point == "before_record":
+        return previous, True
+    if point in ("after_record", "before_effect"):
+        return target, False
+    if point == "after_effect":
+        return target, True
+    # after_commit: the commit of the target's result also claimed the next action, if any
+    return ("receipt", False) if shape == "single" else None
+
+
+def settled(decl: str, name: str, happened: bool) -> Expect:
+    """How recovery settles an action in doubt, and where that leaves the task."""
     done, attention = TaskStatus.DONE, TaskStatus.NEEDS_ATTENTION
     success, unknown = ActionStatus.SUCCESS, ActionStatus.UNKNOWN
-    if point in ("before_record", "after_record", "after_commit"):
-        return Expect(done, success, 1, 1, 1)
-    if point == "before_effect":
+    if name in ("quote", "receipt"):  # read-only: safe to repeat
+        return Expect(done, success, 0, 0, 2)
+    if not happened:
         if checkable(decl) or idempotent(decl):  # not found / safe to repeat: run again
             return Expect(done, success, 1, 1, 2)
         return Expect(attention, unknown, 0, 0, 1)  # it did not happen, but nobody can tell
-    assert point == "after_effect"
     if checkable(decl):  # the check finds the effect: adopted, not repeated
         return Expect(done, success, 1, 1, 1)
     if idempotent(decl):  # repeated with the same key; the downstream deduplicates
@@ -227,14 +249,16 @@ def test_expectations_cover_every_failpoint() -> None:
         "after_commit",
     }
     # The cases the issue singles out for a non-idempotent action without a check.
-    assert expect("nonidem_nocheck", "before_effect") == Expect(
+    assert settled("nonidem_nocheck", "charge", False) == Expect(
         TaskStatus.NEEDS_ATTENTION, ActionStatus.UNKNOWN, 0, 0, 1
     )
-    assert expect("nonidem_nocheck", "after_effect") == Expect(
+    assert settled("nonidem_nocheck", "charge", True) == Expect(
         TaskStatus.NEEDS_ATTENTION, ActionStatus.UNKNOWN, 1, 1, 1
     )
-    for point in ("before_record", "after_record", "after_commit"):
-        assert expect("nonidem_nocheck", point).status == TaskStatus.DONE
+    assert in_doubt("single", "after_commit") == ("receipt", False)
+    assert in_doubt("sequence", "after_commit") is None
+    assert in_doubt("single", "before_record") == ("quote", True)
+    assert in_doubt("sequence", "before_record") == ("charge", True)
 
 
 # -- the crash matrix -------------------------------------------------------------------------
@@ -246,7 +270,8 @@ def test_crash_at_failpoint_then_recover(
 ) -> None:
     setup = make_setup(decl, shape)
     target = "charge" if shape == "single" else "ship"
-    want = expect(decl, point)
+    doubt = in_doubt(shape, point)
+    want = settled(decl, *doubt) if doubt is not None else None
 
     dead = crash_run(setup, f"{point}:{target}=crash")
 
@@ -254,99 +279,106 @@ def test_crash_at_failpoint_then_recover(
     crashed = look(setup)
     task = crashed.state.task
     assert task.slots == SLOTS and task.confirmed
-    quote = named(crashed.state, "quote")
-    assert quote.status == ActionStatus.SUCCESS and quote.attempts == 1
-    if shape == "sequence":  # the first side effect completed before the crash
-        charge = named(crashed.state, "charge")
-        assert charge.status == ActionStatus.SUCCESS
-        assert charge.output == crashed.ledger[charge.idempotency_key]["effect"]
-    row = named(crashed.state, target)
-    target_key = None if row is None else row.idempotency_key
-    if point == "before_record":
-        assert row is None
-        assert task.status == TaskStatus.RUNNING
-    elif point == "after_commit":
-        assert row.status == ActionStatus.SUCCESS
-        # single: receipt is still to run; sequence: ship was the last action.
-        assert task.status == (TaskStatus.RUNNING if shape == "single" else TaskStatus.DONE)
-        assert row.lease_owner is None
-        assert crashed.ledger[target_key]["effects"] == 1
-    else:
-        # Recorded and leased by the process that is now dead.
-        assert row.lease_owner == dead
-        assert task.status == TaskStatus.RUNNING
-        if point == "after_record":
-            assert (row.status, row.attempts) == (ActionStatus.PENDING, 0)
+    before_target = "quote" if shape == "single" else "charge"
+    for action in crashed.state.actions:
+        if doubt is not None and action.name == doubt[0]:
+            # Claimed by the process that is now dead, its result never committed.
+            assert (action.status, action.attempts) == (ActionStatus.RUNNING, 1)
+            assert action.lease_owner == dead
         else:
-            assert (row.status, row.attempts) == (ActionStatus.RUNNING, 1)
-    happened = point in ("after_effect", "after_commit")
-    assert (target_key in crashed.ledger) == happened
-    if happened:
-        assert crashed.ledger[target_key]["effects"] == 1
+            assert (action.status, action.attempts) == (ActionStatus.SUCCESS, 1)
+            assert action.lease_owner is None
+    names = [a.name for a in crashed.state.actions]
+    if point == "before_record":
+        assert names[-1] == before_target and target not in names
+    else:
+        assert target in names
+    if shape == "sequence" and "charge" in names and point != "before_record":
+        charge = named(crashed.state, "charge")
+        assert charge.output == crashed.ledger[charge.idempotency_key]["effect"]
+    if point == "after_commit" and shape == "sequence":
+        assert task.status == TaskStatus.DONE  # ship was the last action
+    else:
+        assert task.status == TaskStatus.RUNNING
+    keys = {a.name: a.idempotency_key for a in crashed.state.actions}
+    landed = {name for name in ("charge", "ship") if keys.get(name) in crashed.ledger}
+    happened = {"charge"} if shape == "sequence" and point == "before_record" else set()
+    if point in ("after_effect", "after_commit"):
+        happened |= {target} | ({"charge"} if shape == "sequence" else set())
+    elif shape == "sequence":
+        happened |= {"charge"}
+    assert landed == happened
+    assert all(e["effects"] == 1 for e in crashed.ledger.values())
 
     # -- recovery in a new process ---------------------------------------------------------
     report = recover_run(setup)
     assert report["owner"] != dead
     assert report["skipped"] == 0  # nothing was left to a live holder
-    if point in ("after_record", "before_effect", "after_effect"):
+    if doubt is not None:
         # The dead holder's lease still had minutes to run, yet recovery took it at once.
         (open_action,) = report["open_actions"]
-        assert open_action["name"] == target and open_action["lease_owner"] == dead
+        assert open_action["name"] == doubt[0] and open_action["lease_owner"] == dead
         assert open_action["lease_left"] > LEASE - 60
     else:
         assert report["open_actions"] == []
-    if shape == "sequence" and point == "after_commit":
+    if want is None:
         assert task.status == TaskStatus.DONE  # the last action committed: nothing to resume
         assert report["resumed"] == [] and report["examined"] == 0
     else:
+        status = TaskStatus.DONE if want is None else want.status
         assert report["resumed"] == [TASK]
-        assert report["outcomes"] == {TASK: str(want.status)}
+        assert report["outcomes"] == {TASK: str(status)}
 
     after = look(setup)
     state = after.state
-    assert state.task.status == want.status, state.task.status_text
+    final_status = TaskStatus.DONE if want is None else want.status
+    assert state.task.status == final_status, state.task.status_text
     # Nothing committed before the crash is lost or rewritten.
     assert state.task.slots == SLOTS and state.task.confirmed
     assert after.journal[: len(crashed.journal)] == crashed.journal
     for before in crashed.state.actions:
         if before.status == ActionStatus.SUCCESS:
             assert state.action(before.seq).to_dict() == before.to_dict()
+        assert state.action(before.seq).idempotency_key == before.idempotency_key  # never changes
 
-    row = named(state, target)
-    assert row is not None
-    assert target_key in (None, row.idempotency_key)  # the key never changes
-    assert (row.status, row.attempts) == (want.action_status, want.attempts)
+    if doubt is not None and want is not None:
+        row = named(state, doubt[0])
+        assert (row.status, row.attempts) == (want.action_status, want.attempts)
+        if want.effects:
+            assert after.ledger[row.idempotency_key]["requests"] == want.requests
+        else:
+            assert row.idempotency_key not in after.ledger
+    if final_status == TaskStatus.DONE and doubt is not None and doubt[0] != target:
+        row = named(state, target)  # recorded and run once, after the previous one settled
+        assert (row.status, row.attempts) == (ActionStatus.SUCCESS, 1)
 
     # The downstream: one effect per key at most, and exactly the keys expected.
     assert all(e["effects"] == 1 for e in after.ledger.values()), after.ledger
     side_effects = [a for a in state.actions if a.name in ("charge", "ship")]
-    with_effect = {a.idempotency_key for a in side_effects if a.name != target or want.effects}
+    unsettled = {a.name for a in side_effects if a.status == ActionStatus.UNKNOWN}
+    with_effect = {
+        a.idempotency_key
+        for a in side_effects
+        if a.name not in unsettled or (want is not None and want.effects)
+    }
     assert set(after.ledger) == with_effect
-    if want.effects:
-        assert after.ledger[row.idempotency_key]["requests"] == want.requests
-    if shape == "sequence":
-        charge = named(state, "charge")
-        assert (charge.status, charge.attempts) == (ActionStatus.SUCCESS, 1)
-        assert after.ledger[charge.idempotency_key]["requests"] == 1
 
-    if want.status == TaskStatus.DONE:
+    if final_status == TaskStatus.DONE:
         # What the task recorded is the one effect the downstream really made.
         for action in side_effects:
             assert action.output == after.ledger[action.idempotency_key]["effect"]
+            assert after.ledger[action.idempotency_key]["effects"] == 1
         assert state.task.progress.done == state.task.progress.total == 3
         if shape == "single":
             receipt = named(state, "receipt")
             assert receipt.status == ActionStatus.SUCCESS
-            assert receipt.output["charge_id"] == row.output["id"]
+            assert receipt.output["charge_id"] == named(state, "charge").output["id"]
         assert not [a for a in state.actions if a.status.is_open]
     else:
         assert state.task.status == TaskStatus.NEEDS_ATTENTION
-        assert row.output is None
-        assert [a.name for a in state.actions] == [
-            "quote",
-            "charge",
-            *([] if shape == "single" else ["ship"]),
-        ]
+        assert doubt is not None
+        assert named(state, doubt[0]).output is None
+        assert [a.name for a in state.actions][-1] == doubt[0]  # nothing ran after it
 
     # Recovering again, in yet another process, changes nothing and calls nobody.
     again = recover_run(setup)
@@ -413,7 +445,7 @@ STALL = 2.5
 @pytest.mark.parametrize(
     ("point", "decl", "held_status"),
     [
-        ("after_record", "nonidem_nocheck", ActionStatus.PENDING),
+        ("after_record", "nonidem_nocheck", ActionStatus.RUNNING),
         ("before_effect", "idem_check", ActionStatus.RUNNING),
         ("before_effect", "nonidem_nocheck", ActionStatus.RUNNING),
         ("after_effect", "idem_nocheck", ActionStatus.RUNNING),
@@ -468,7 +500,7 @@ def test_recover_leaves_a_live_stalled_holder_alone(
         (resumed,) = _lines(proc.stdout)
         assert resumed["elapsed"] < FAST
         assert resumed["status"] == "running"
-        assert resumed["step"] == ("RunAction" if point == "after_record" else "InProgress")
+        assert resumed["step"] == "InProgress"
         assert stalled.poll() is None, "the stall ended before resume ran; this proves nothing"
         untouched = look(setup)
         assert untouched.state.to_dict() == held.state.to_dict()

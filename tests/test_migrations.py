@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from relaystate import Scope
 from relaystate.errors import SchemaTooNew, StoreURLError
-from relaystate.store import SQLiteStore, Store, open_store
+from relaystate.store import Backend, SQLiteStore
+from relaystate.store import open_backend as open_store
 from relaystate.store import schema as migrations
 from relaystate.store.schema import SchemaStep
 
@@ -146,8 +148,8 @@ def extra_step(monkeypatch: pytest.MonkeyPatch, backend: str, sql: str) -> int:
 
 
 @pytest.fixture
-def opened() -> Iterator[list[Store]]:
-    stores: list[Store] = []
+def opened() -> Iterator[list[Backend]]:
+    stores: list[Backend] = []
     yield stores
     for store in stores:
         store.close()
@@ -162,7 +164,7 @@ def test_steps_are_numbered_from_one_and_shipped_for_both_backends() -> None:
 
 
 # -- fresh, older, newer -------------------------------------------------------------------
-def test_a_fresh_database_gets_the_latest_schema(url: str, opened: list[Store]) -> None:
+def test_a_fresh_database_gets_the_latest_schema(url: str, opened: list[Backend]) -> None:
     store = open_store(url)
     opened.append(store)
     status = store.schema_status()
@@ -171,10 +173,12 @@ def test_a_fresh_database_gets_the_latest_schema(url: str, opened: list[Store]) 
     assert status.up_to_date and status.pending == ()
     assert recorded_version(url) == latest
     assert store.upgrade_schema() == []  # nothing left to do
-    assert store.list_tasks("alice") == []
+    assert store.list_tasks(Scope.user("alice")) == []
 
 
-def test_opening_without_migrating_leaves_the_database_alone(url: str, opened: list[Store]) -> None:
+def test_opening_without_migrating_leaves_the_database_alone(
+    url: str, opened: list[Backend]
+) -> None:
     store = open_store(url, migrate=False)
     opened.append(store)
     status = store.schema_status()
@@ -188,7 +192,7 @@ def test_opening_without_migrating_leaves_the_database_alone(url: str, opened: l
 
 
 def test_an_older_database_is_upgraded_on_open(
-    url: str, opened: list[Store], monkeypatch: pytest.MonkeyPatch
+    url: str, opened: list[Backend], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     open_store(url).close()  # at the version this build ships
     version = extra_step(monkeypatch, backend_of(url), COUNTING_STEP_SQL.format(pid=1))
@@ -274,7 +278,7 @@ def test_a_pre_migration_sqlite_file_is_version_1_with_the_same_schema(tmp_path:
 # -- many processes at once -------------------------------------------------------------------
 OPENER = """
 import sys, time
-from relaystate.store import schema as migrations, open_store
+from relaystate.store import schema as migrations, open_backend as open_store
 from relaystate.store.schema import SchemaStep
 
 real = migrations.steps

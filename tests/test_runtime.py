@@ -106,7 +106,7 @@ def test_happy_path_reaches_done_with_one_effect_each(rt: Runtime, ledger: Ledge
     assert [(e["requests"], e["effects"]) for e in ledger.entries()] == [(1, 1), (1, 1)]
     assert rt.replay(ADMIN, state.task.id).to_dict() == state.to_dict()
     assert [m.text for m in rt.messages(Scope.user("alice"), session.id)] == ["tea"]
-    stored = rt.store.get_session(session.id, user_id="alice")
+    stored = rt.session(Scope.user("alice"), session.id)
     assert stored is not None and stored.active_task_ids == [state.task.id]
 
 
@@ -384,7 +384,7 @@ def test_concurrent_writers_retry_on_fresh_state(
         draft.task.slots["size"] = "S"
         return True
 
-    one.writer.mutate(tid, "alice", change, actor="test", reason="racing")
+    one._writer.mutate(tid, Scope.user("alice"), change, actor="test", reason="racing")
     final = one.task(ADMIN, tid).task
     assert final.slots == {"item": "tea", "note": "from two", "size": "S"}
     assert [e.version for e in one.history(ADMIN, tid)[1]] == [1, 2, 3]
@@ -402,10 +402,10 @@ def test_recover_reconciles_a_dead_workers_action(
     tid = first.start(Scope.user("alice"), "order", slots=FULL).task.id
     with pytest.raises(Crash):
         first.confirm(Scope.user("alice"), tid)
-    second = Runtime(first.store, first.templates.values(), clock=clock, sleep=clock.sleep)
+    second = Runtime(first.stores, first.templates.values(), clock=clock, sleep=clock.sleep)
     report = second.recover(ADMIN)
     assert report.skipped == 1 and first.task(ADMIN, tid).task.status == TaskStatus.RUNNING
-    first.store.deregister_worker(first.owner, clock.now)  # the first worker is gone
+    first.stores.coordination.deregister_worker(first._worker(), clock.now)  # it is gone
     report = second.recover(ADMIN)
     assert report.outcomes == {tid: "done"}
     assert script.calls.count("pay") == 1 and "pay.check" in script.calls
@@ -420,7 +420,7 @@ def test_an_expired_lease_is_reconciled_by_time(
     tid = first.start(Scope.user("alice"), "order", slots=FULL).task.id
     with pytest.raises(Crash):
         first.confirm(Scope.user("alice"), tid)
-    second = Runtime(first.store, first.templates.values(), clock=clock, sleep=clock.sleep)
+    second = Runtime(first.stores, first.templates.values(), clock=clock, sleep=clock.sleep)
     assert second.recover(ADMIN).outcomes == {}
     clock.advance(minutes=2)
     assert second.recover(ADMIN).outcomes == {tid: "done"}
@@ -467,7 +467,7 @@ def test_state_from_a_newer_build_is_refused(rt: Runtime) -> None:
     state = rt.task(ADMIN, tid)
     state.task.schema_version = 99
     with pytest.raises(SchemaTooNew):
-        rt.writer.template(state)
+        rt.template_of(state)
 
 
 def test_recover_walks_every_page_of_interrupted_tasks(
@@ -481,7 +481,7 @@ def test_recover_walks_every_page_of_interrupted_tasks(
         with pytest.raises(Crash):
             first.confirm(Scope.user("alice"), tid)
         ids.append(tid)
-    first.store.deregister_worker(first.owner, clock.now)
-    second = Runtime(first.store, first.templates.values(), clock=clock, sleep=clock.sleep)
+    first.stores.coordination.deregister_worker(first._worker(), clock.now)
+    second = Runtime(first.stores, first.templates.values(), clock=clock, sleep=clock.sleep)
     report = second.recover(ADMIN, page=2)
     assert report.outcomes == dict.fromkeys(ids, "done") and report.examined == 7

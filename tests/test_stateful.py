@@ -66,12 +66,13 @@ from relaystate import (
     TaskTemplate,
     VersionConflict,
     all_required_slots,
-    open_store,
     user_confirmed,
 )
 from relaystate.demo.ledger import Ledger
 from relaystate.journal import entry_for
+from relaystate.leases import Owner
 from relaystate.machine import settle
+from relaystate.model import WorkerInfo
 from relaystate.next_step import (
     InProgress,
     NeedsAttention,
@@ -80,7 +81,7 @@ from relaystate.next_step import (
     WaitRetry,
     status_for,
 )
-from relaystate.store import Commit, InMemoryStore, Store
+from relaystate.store import Backend, Commit, InMemoryStore, Stores, open_backend
 
 ADMIN = Scope.admin("test")
 
@@ -257,9 +258,13 @@ def order_template(world: World) -> TaskTemplate:
 
 
 class HookedStore:
-    """A store connection of one runtime ("process"), with test hooks around ``commit``."""
+    """A store connection of one runtime ("process"), with test hooks around ``commit``.
 
-    def __init__(self, inner: Store, world: World) -> None:
+    It wraps one backend and plays every role of the runtime's :class:`Stores` (so a turn's
+    task change still commits in one transaction, and every commit passes the hooks).
+    """
+
+    def __init__(self, inner: Backend, world: World) -> None:
         self.inner = inner
         self.world = world
         self.hook: list[Any] | None = None  # [countdown, fn]: fn runs just before that commit
@@ -281,6 +286,20 @@ class HookedStore:
             note("the writer met a VersionConflict and retried")
             raise
         self.world.hit("after_commit")
+
+
+def _hooked(rt: Runtime) -> HookedStore:
+    """The store connection of one runtime (it plays every role)."""
+    store = rt.stores.tasks
+    assert isinstance(store, HookedStore)
+    return store
+
+
+def _worker(owner_id: str) -> WorkerInfo:
+    """The worker record of a runtime, from its owner id (it may never have registered)."""
+    owner = Owner.parse(owner_id)
+    assert owner is not None, owner_id
+    return WorkerInfo(owner_id, owner.host, owner.pid, "dev", START)
 
 
 # -- slot values: (name, raw, normalised, valid) ------------------------------------------
@@ -396,15 +415,15 @@ class RelaystateMachine(RuleBasedStateMachine):
         self.counter = 0
 
     # -- processes -----------------------------------------------------------------------
-    def _open_inner(self) -> Store:
+    def _open_inner(self) -> Backend:
         if self.memory is not None:
             return self.memory
-        return open_store("sqlite:///" + os.path.join(self.dir, "tasks.db"))
+        return open_backend("sqlite:///" + os.path.join(self.dir, "tasks.db"))
 
     def _new_runtime(self) -> Runtime:
         store = HookedStore(self._open_inner(), self.world)
         return Runtime(
-            store,  # type: ignore[arg-type]
+            Stores(store, store, store),  # type: ignore[arg-type]
             [self.template],
             clock=self.clock,
             lease=LEASE,
@@ -416,24 +435,25 @@ class RelaystateMachine(RuleBasedStateMachine):
         dead = self.rts[idx]
         self.undetected.add(dead.owner)
         if self.memory is None:
-            dead.store.inner.close()  # type: ignore[attr-defined] - the OS closes its files
+            _hooked(dead).inner.close()  # the OS closes its files
         self.rts[idx] = self._new_runtime()
 
     def _notice_dead(self, how: str) -> None:
         if how == "deregister":
             for owner in sorted(self.undetected):
-                self.rts[0].store.deregister_worker(owner, self.clock())
+                self.store.deregister_worker(_worker(owner), self.clock())
         else:
             self.clock.jump(LEASE + timedelta(seconds=1))
         self.undetected.clear()
 
     # -- reading ---------------------------------------------------------------------------
     @property
-    def store(self) -> Store:
-        return self.rts[0].store
+    def store(self) -> Backend:
+        """Process 0's backend (reads pass no hooks)."""
+        return _hooked(self.rts[0]).inner
 
     def _load(self, tid: str) -> TaskState | None:
-        return self.store.load(tid, user_id=None)
+        return self.store.load(tid, ADMIN)
 
     def _tid(self, pick: int) -> str:
         """Mostly an open task (a quarter of picks take any), so runs do not idle on closed ones."""
@@ -518,12 +538,12 @@ class RelaystateMachine(RuleBasedStateMachine):
         check_settled: bool = True,
     ) -> str:
         rt = self.rts[idx]
-        store = rt.store
-        before = store.load(op.tid, user_id=None)
+        store = _hooked(rt)
+        before = store.inner.load(op.tid, ADMIN)
         assert before is not None
         expected = self._predict(before, op)
         if interfere is not None:
-            store.hook = list(interfere)  # type: ignore[attr-defined]
+            store.hook = list(interfere)
         try:
             with self._live(live):
                 self._call(rt, op)
@@ -542,7 +562,7 @@ class RelaystateMachine(RuleBasedStateMachine):
             note(f"{op.kind}: refused ({type(exc).__name__})")
             return "refused"
         finally:
-            store.hook = None  # type: ignore[attr-defined]
+            store.hook = None
         if predict:
             assert expected is None, f"{op.kind} should have raised {expected.__name__}"
         if op.kind == "fill":
@@ -785,7 +805,8 @@ class RelaystateMachine(RuleBasedStateMachine):
         self._assert_not_stuck(tid)
 
     def _resolve(self, rt: Runtime, tid: str) -> None:
-        state, step = rt.writer.current(tid, None)
+        state = rt.task(ADMIN, tid)
+        step = rt.next_step(state)
         assert isinstance(step, NeedsAttention) and step.seq is not None, step
         action = state.action(step.seq)
         assert action.status in (ActionStatus.UNKNOWN, ActionStatus.FAILED), action.status
@@ -803,24 +824,33 @@ class RelaystateMachine(RuleBasedStateMachine):
             self.rts[1].cancel(Scope.user(other), tid)
         with pytest.raises(NotFound):
             self.rts[0].task(Scope.user(other), tid)
+        # The store itself answers another user's scope as if the task did not exist.
+        theirs = Scope.user(other)
+        assert self.store.load(tid, theirs) is None
+        assert self.store.journal(tid, theirs) == []
+        assert self.store.baseline(tid, theirs) is None
+        for action in before.actions:
+            assert self.store.find_action(action.idempotency_key, theirs) is None
+            mine = self.store.find_action(action.idempotency_key, Scope.user(before.task.user_id))
+            assert mine is not None and mine.id == action.id
         after = self._load(tid)
         assert after is not None and after.to_dict() == before.to_dict()
 
     def _stale_write_is_refused(self, tid: str, reader: int) -> None:
         """Read via one process, write via the other, then write with the stale version."""
         mine, theirs = self.rts[reader], self.rts[1 - reader]
-        store = mine.store.inner  # type: ignore[attr-defined] - straight to the backend
-        before = store.load(tid, user_id=None)
+        store = _hooked(mine).inner  # straight to the backend
+        before = store.load(tid, ADMIN)
         assert before is not None
 
         def touch(draft: TaskState) -> bool:
             draft.task.context["touches"] = int(draft.task.context.get("touches", 0)) + 1
             return True
 
-        theirs.writer.mutate(tid, None, touch, actor="test", reason="touched by another process")
-        current = store.load(tid, user_id=None)
+        theirs._writer.mutate(tid, ADMIN, touch, actor="test", reason="touched by another process")
+        current = store.load(tid, ADMIN)
         assert current is not None and current.task.version == before.task.version + 1
-        journal = [e.to_dict() for e in store.journal(tid)]
+        journal = [e.to_dict() for e in store.journal(tid, ADMIN)]
 
         stale = before.copy()
         stale.task.slots["item"] = "stale"
@@ -851,10 +881,10 @@ class RelaystateMachine(RuleBasedStateMachine):
         with pytest.raises(VersionConflict):
             store.commit(Commit(foreign, current.task.version, [], entry))
 
-        after = theirs.store.load(tid, user_id=None)
+        after = theirs.stores.tasks.load(tid, ADMIN)
         assert after is not None and after.to_dict() == current.to_dict()
-        assert [e.to_dict() for e in store.journal(tid)] == journal
-        assert store.find_action(key) is None
+        assert [e.to_dict() for e in store.journal(tid, ADMIN)] == journal
+        assert store.find_action(key, ADMIN) is None
 
     # -- invariants ------------------------------------------------------------------------
     @invariant()
@@ -870,7 +900,7 @@ class RelaystateMachine(RuleBasedStateMachine):
         entries = {e["idempotency_key"]: e for e in self.world.ledger.entries()}
         for key, entry in entries.items():
             assert entry["effects"] <= 1, f"side effect ran {entry['effects']} times: {entry}"
-            recorded = self.store.find_action(key)
+            recorded = self.store.find_action(key, ADMIN)
             assert recorded is not None, f"effect {key} has no action recorded before it"
         for tid in self.tasks:
             state = self._load(tid)
@@ -892,9 +922,9 @@ class RelaystateMachine(RuleBasedStateMachine):
         for tid in self.tasks:
             current = self.rts[0].task(ADMIN, tid)
             assert self.rts[1].replay(ADMIN, tid).to_dict() == current.to_dict()
-            baseline = self.store.baseline(tid)
+            baseline = self.store.baseline(tid, ADMIN)
             first = baseline.version + 1 if baseline is not None else 1
-            versions = [e.version for e in self.store.journal(tid)]
+            versions = [e.version for e in self.store.journal(tid, ADMIN)]
             assert versions == list(range(first, current.task.version + 1)), versions
 
     @invariant()
@@ -923,7 +953,7 @@ class RelaystateMachine(RuleBasedStateMachine):
             if ran:
                 assert task.confirmed, f"task {tid} ran actions without the user's yes"
             if task.status == TaskStatus.CANCELLED:
-                entries = self.store.journal(tid)
+                entries = self.store.journal(tid, ADMIN)
                 cancelled_at = next(
                     (
                         i
@@ -994,7 +1024,7 @@ class RelaystateMachine(RuleBasedStateMachine):
         finally:
             if self.memory is None:
                 for rt in self.rts:
-                    rt.store.inner.close()  # type: ignore[attr-defined]
+                    _hooked(rt).inner.close()
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -1022,15 +1052,67 @@ TestMemoryStateful = MemoryMachine.TestCase
 READY = [("item", "apple", "apple", True), ("qty", 1, 1, True), ("tier", "basic", "basic", True)]
 
 
+BACK_OUT = {"confirm_no": "user declined", "fill": "filled item", "cancel": "cancelled by the user"}
+
+
+def _reasons(machine: RelaystateMachine, tid: str) -> list[str]:
+    return [e.reason for e in machine.store.journal(tid, ADMIN)]
+
+
 @pytest.mark.parametrize("machine_class", [RelaystateMachine, MemoryMachine])
 @pytest.mark.parametrize("meanwhile", ["confirm_no", "fill", "cancel"])
-def test_no_action_is_recorded_once_the_user_changed_course(
+def test_no_change_of_course_slips_between_the_yes_and_the_first_action(
     machine_class: type[RelaystateMachine], meanwhile: str
 ) -> None:
-    """Process A commits the user's yes and goes to record the first action; just before
-    that commit, process B declines, changes a slot or cancels. A's record meets a version
-    conflict and is redone on fresh state: it must see that the action is no longer due,
-    instead of recording and running it (without the user's yes, or on a cancelled task)."""
+    """Process A commits the user's yes; just before A's next commit, process B declines,
+    changes a slot or cancels. The commit of the yes already recorded the first action,
+    running under A's lease (record + claim are one commit), so there is no moment at which
+    the yes stands and the action is not yet recorded: B is refused while the action runs
+    (nothing of B's lands), and A finishes the task on the values the user said yes to."""
+    machine = machine_class()
+    try:
+        machine.first_tasks(("alice", "alice"), READY, [], None)
+        tid = sorted(machine.tasks)[0]
+        owner = machine.rts[0].owner
+        machine.interleave(
+            pick=0,
+            first=0,
+            a_kind="confirm",
+            a_entries=READY[:1],
+            b_kind=meanwhile,
+            b_entries=[("item", "pear", "pear", True)],
+            at=2,  # A's 1st commit is the yes (with the first action), its 2nd the result
+        )
+        entries = machine.store.journal(tid, ADMIN)
+        yes = next(e for e in entries if e.reason.startswith("user confirmed"))
+        at_yes = machine.rts[1].replay(ADMIN, tid, yes.version)
+        assert at_yes.task.confirmed
+        assert [(a.name, a.status, a.attempts, a.lease_owner) for a in at_yes.actions] == [
+            ("quote", ActionStatus.RUNNING, 1, owner)
+        ]
+        assert BACK_OUT[meanwhile] not in _reasons(machine, tid), _reasons(machine, tid)
+        state = machine._load(tid)
+        assert state is not None and state.task.status == TaskStatus.DONE
+        assert state.task.slots["item"] == "apple"
+        assert [(a.name, a.status) for a in state.actions] == [
+            (name, ActionStatus.SUCCESS) for name in ("quote", "place_order", "notify")
+        ]
+        machine.committed_slots_are_never_lost()
+        machine.side_effects_happen_at_most_once()
+        machine.journal_replays_to_the_current_row()
+        machine.every_task_can_be_resumed()
+    finally:
+        machine.teardown()
+
+
+@pytest.mark.parametrize("machine_class", [RelaystateMachine, MemoryMachine])
+def test_a_yes_redone_on_a_cancelled_task_records_no_action(
+    machine_class: type[RelaystateMachine],
+) -> None:
+    """Process B cancels just before the commit of A's yes (which would also record and
+    claim the first action). A's commit meets a version conflict and is redone on fresh
+    state: it must see the cancellation and record nothing, instead of running an action
+    on a cancelled task."""
     machine = machine_class()
     try:
         machine.first_tasks(("alice", "alice"), READY, [], None)
@@ -1040,15 +1122,14 @@ def test_no_action_is_recorded_once_the_user_changed_course(
             first=0,
             a_kind="confirm",
             a_entries=READY[:1],
-            b_kind=meanwhile,
-            b_entries=[("item", "pear", "pear", True)],
-            at=2,  # A's 1st commit is the yes, its 2nd records the first action
+            b_kind="cancel",
+            b_entries=[],
+            at=1,  # A's 1st commit is the yes with the record and claim of the first action
         )
         state = machine._load(tid)
         assert state is not None and state.actions == []
-        assert state.task.status == (
-            TaskStatus.CANCELLED if meanwhile == "cancel" else TaskStatus.WAITING_USER
-        )
+        assert state.task.status == TaskStatus.CANCELLED
+        assert not any(r.startswith("user confirmed") for r in _reasons(machine, tid))
         machine.committed_slots_are_never_lost()
         machine.side_effects_happen_at_most_once()
         machine.journal_replays_to_the_current_row()

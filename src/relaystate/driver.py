@@ -185,7 +185,10 @@ class _Commit:
 
         def describe(draft: TaskState) -> str:
             text = why(draft) if callable(why) else why
-            return f"{text}; {self.claim.describe(draft)}" if self.claim else text
+            if self.claim is None:
+                return text
+            taken = self.claim.describe(draft)
+            return taken if change is None else f"{text}; {taken}"
 
         if new is not None:
             done = writer.create(new, apply, actor=by, reason=describe, attach=attach)

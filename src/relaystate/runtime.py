@@ -118,6 +118,15 @@ class Runtime:
             on_claim=self._leased,
         )
 
+    @property
+    def max_inline_wait(self) -> float:
+        """Seconds a call waits for a retry's backoff instead of returning (default 5)."""
+        return self._driver.max_inline_wait
+
+    @max_inline_wait.setter
+    def max_inline_wait(self, seconds: float) -> None:
+        self._driver.max_inline_wait = seconds
+
     # -- set-up --------------------------------------------------------------------------
     def register(self, template: TaskTemplate) -> None:
         """Make a task type known to this runtime (checked for undeclared actions)."""

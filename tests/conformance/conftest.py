@@ -1,30 +1,124 @@
-"""Every store backend the conformance suite runs against.
+"""Every store backend, and the roles the conformance suite checks it for.
 
-A backend joins by adding a factory here; the tests themselves never name a backend.
-PostgreSQL and Redis come from the session servers in tests/conftest.py (skipped where they
-cannot run, a failure under CI=true).
+A backend joins by adding a factory and its roles here; the tests never name a backend.
+Each role's tests (``tasks/``, ``sessions/``, ``turns/``, ``coordination/``, ``schema/``)
+run against every backend that plays the role. ``turns`` is the bundle: a task commit that
+carries its session and messages. PostgreSQL and Redis come from the session servers in
+tests/conftest.py (skipped where they cannot run, a failure under CI=true).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import pytest
 
-from relaystate.store import InMemoryStore, SQLiteStore, Store, open_store
+from relaystate.store import Stores, open_store
 
-BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Store]] = {
-    "memory": lambda request: InMemoryStore(),
-    "sqlite": lambda request: SQLiteStore(request.getfixturevalue("tmp_path") / "conformance.db"),
-    "postgres": lambda request: open_store(request.getfixturevalue("postgres_url")),
-    "postgres+redis": lambda request: open_store(
-        request.getfixturevalue("postgres_url"), cache=request.getfixturevalue("redis_url")
+ROLES = ("tasks", "sessions", "turns", "coordination", "schema")
+SOLO = frozenset({"tasks", "sessions", "turns", "coordination"})
+
+
+@dataclass(frozen=True)
+class Backend:
+    open: Callable[[pytest.FixtureRequest], Stores]
+    roles: frozenset[str]
+
+
+def _sqlite(request: pytest.FixtureRequest) -> str:
+    return f"sqlite:///{request.getfixturevalue('tmp_path')}/conformance.db"
+
+
+def _postgres(request: pytest.FixtureRequest) -> str:
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def _redis(request: pytest.FixtureRequest) -> str:
+    return str(request.getfixturevalue("redis_url"))
+
+
+BACKENDS: dict[str, Backend] = {
+    "memory": Backend(lambda r: open_store("memory://"), SOLO),
+    "sqlite": Backend(lambda r: open_store(_sqlite(r)), SOLO | {"schema"}),
+    "postgres": Backend(lambda r: open_store(_postgres(r)), SOLO | {"schema"}),
+    # Redis plays the session role alone, in front of a durable store.
+    "sqlite+redis": Backend(
+        lambda r: open_store(_sqlite(r), cache=_redis(r)), frozenset({"sessions", "turns"})
+    ),
+    "postgres+redis": Backend(
+        lambda r: open_store(_postgres(r), cache=_redis(r)), frozenset({"sessions", "turns"})
     ),
 }
 
 
-@pytest.fixture(params=list(BACKENDS))
-def store(request: pytest.FixtureRequest) -> Iterator[Store]:
-    backend = BACKENDS[request.param](request)
-    yield backend
-    backend.close()
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    for role in ROLES:
+        if role in metafunc.fixturenames:
+            names = [n for n, b in BACKENDS.items() if role in b.roles]
+            metafunc.parametrize(role, names, indirect=True)
+
+
+@pytest.fixture
+def made() -> Iterator[list[Stores]]:
+    """The store bundles a test opened, first the one its role fixture came from."""
+    bundles: list[Stores] = []
+    yield bundles
+    for stores in bundles:
+        stores.close()
+
+
+@pytest.fixture
+def opened(request: pytest.FixtureRequest, made: list[Stores]) -> Callable[[str], Stores]:
+    """Open (more) store bundles of one backend; all closed at the end of the test."""
+
+    def open_(name: str) -> Stores:
+        made.append(BACKENDS[name].open(request))
+        return made[-1]
+
+    return open_
+
+
+@pytest.fixture
+def bundle(made: list[Stores]) -> Stores:
+    """The whole bundle behind the role under test (to set up data another role keeps)."""
+    return made[0]
+
+
+def _role(request: pytest.FixtureRequest, attr: str) -> object:
+    stores: Stores = request.getfixturevalue("opened")(request.param)
+    return stores if attr == "turns" else getattr(stores, attr)
+
+
+@pytest.fixture
+def tasks(request: pytest.FixtureRequest) -> object:
+    return _role(request, "tasks")
+
+
+@pytest.fixture
+def sessions(request: pytest.FixtureRequest) -> object:
+    return _role(request, "sessions")
+
+
+@pytest.fixture
+def turns(request: pytest.FixtureRequest) -> object:
+    return _role(request, "turns")
+
+
+@pytest.fixture
+def coordination(request: pytest.FixtureRequest) -> object:
+    return _role(request, "coordination")
+
+
+@pytest.fixture
+def schema(request: pytest.FixtureRequest) -> object:
+    return _role(request, "schema")
+
+
+@pytest.fixture
+def backend_name(request: pytest.FixtureRequest) -> str:
+    """The backend the current role fixture was opened on (to open a second one)."""
+    for role in ROLES:
+        if role in request.fixturenames:
+            return str(request.node.callspec.params[role])
+    raise LookupError("no role fixture in this test")

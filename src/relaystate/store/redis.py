@@ -97,8 +97,12 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
   return 0
 end
 if mode == 'append' then
+  -- Messages are numbered 1, 2, ... per session: the new ones must follow the tail at once,
+  -- else another writer's copy is missing (or late) and the list is dropped, not guessed.
   local tail = redis.call('LINDEX', KEYS[2], -1)
-  if tail ~= '^' and cjson.decode(tail)['id'] >= cjson.decode(ARGV[6])['id'] then
+  local last = 0
+  if tail ~= '^' then last = cjson.decode(tail)['id'] end
+  if cjson.decode(ARGV[6])['id'] ~= last + 1 then
     redis.call('DEL', KEYS[2])
     return 0
   end
@@ -200,6 +204,7 @@ class RedisSessionCache(SessionStore):
             raise StoreURLError(f"bad cache URL {_redacted(url)!r}: {exc}") from None
         self.durable = durable
         self.url = durable.url
+        self.capabilities = durable.capabilities
         self.cache_url = _redacted(redis_url)
         self._redis = client
         self._write = client.register_script(_WRITE)

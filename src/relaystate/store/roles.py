@@ -170,7 +170,7 @@ class Coordination(_Closable, ABC):
     def claim_for_recovery(
         self, task_ids: Sequence[str], owner: str, *, until: datetime, now: datetime
     ) -> list[str]:
-        """Take these tasks for one recovery pass; returns those taken.
+        """Take these (existing) tasks for one recovery pass; returns those taken.
 
         A task another recoverer holds (its claim not yet past ``until``) is skipped, so two
         processes recovering at once split the work instead of racing for every task.

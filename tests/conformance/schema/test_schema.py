@@ -1,0 +1,13 @@
+"""The schema role: an opened store is at the latest version and has nothing left to apply."""
+
+from __future__ import annotations
+
+from relaystate.store import SchemaAdmin
+
+
+def test_an_opened_store_is_up_to_date(schema: SchemaAdmin) -> None:
+    status = schema.schema_status()
+    assert status.up_to_date and not status.too_new and status.pending == ()
+    assert status.current == status.latest >= 1
+    assert schema.upgrade_schema() == []
+    assert schema.schema_status() == status
