@@ -6,6 +6,9 @@ Set with ``RELAYSTATE_FAILPOINTS``, entries separated by ``;`` or ``,``::
 
 A point is ``NAME`` (any action) or ``NAME:ACTION``; the effect is ``crash`` (SIGKILL to
 ourselves: no cleanup, no flush, like a power cut of the process) or ``sleep=SECONDS``.
+The action points follow the action protocol (:data:`POINTS`); ``before_commit`` (or
+``before_commit:TASK_TYPE``) fires just before any task commit, e.g. between a turn's
+decision and its one transaction.
 When the variable is unset, :func:`hit` is one dict lookup.
 """
 
@@ -17,6 +20,9 @@ import time
 from dataclasses import dataclass
 
 POINTS = ("before_record", "after_record", "before_effect", "after_effect", "after_commit")
+"""The points of the action protocol, named per action."""
+COMMIT_POINTS = ("before_commit",)
+"""Points of every task commit, named per task type."""
 ENV = "RELAYSTATE_FAILPOINTS"
 
 
@@ -39,8 +45,9 @@ def parse(spec: str) -> dict[tuple[str, str | None], Failpoint]:
         if not sep:
             raise ValueError(f"failpoint {entry!r}: expected NAME[:ACTION]=crash|sleep=SECONDS")
         point, _, action = where.strip().partition(":")
-        if point not in POINTS:
-            raise ValueError(f"failpoint {entry!r}: unknown point {point!r}; known: {POINTS}")
+        if point not in POINTS + COMMIT_POINTS:
+            known = ", ".join(POINTS + COMMIT_POINTS)
+            raise ValueError(f"failpoint {entry!r}: unknown point {point!r}; known: {known}")
         seconds = 0.0
         if effect == "crash":
             pass

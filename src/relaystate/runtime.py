@@ -55,6 +55,7 @@ from .scope import Scope, checked
 from .sessions import MAX_SESSION_TASKS, live_or_new, needs_write
 from .store.bundle import Stores
 from .store.roles import Backend
+from .store.schema import SchemaStatus, SchemaStep
 from .templates import TaskTemplate
 from .writer import TaskWriter, Written
 
@@ -442,6 +443,17 @@ class Runtime:
             page=page,
             on_task=on_task,
         )
+
+    # -- the database schema (operators) ---------------------------------------------------
+    def schema_status(self, scope: Scope) -> SchemaStatus | None:
+        """The SQL schema's applied and latest versions (None: the store keeps no schema)."""
+        checked(scope).require_admin("the database schema")
+        return None if self.stores.schema is None else self.stores.schema.schema_status()
+
+    def upgrade_schema(self, scope: Scope) -> list[SchemaStep]:
+        """Apply pending schema migrations, each in its own transaction; the steps applied."""
+        checked(scope).require_admin("the database schema")
+        return [] if self.stores.schema is None else self.stores.schema.upgrade_schema()
 
     # -- journal -------------------------------------------------------------------------
     def history(self, scope: Scope, task_id: str) -> tuple[Snapshot | None, list[JournalEntry]]:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from . import failpoints
 from .errors import NotFound, SchemaTooNew, TemplateError, VersionConflict
 from .journal import entry_for
 from .machine import settle
@@ -101,6 +102,7 @@ class TaskWriter:
         text = reason(state) if callable(reason) else reason
         entry = entry_for(None, state.to_dict(), at=now, actor=actor, reason=text)
         session, messages = attach(state, step) if attach is not None else (None, [])
+        failpoints.hit("before_commit", state.task.type)
         self.stores.commit(Commit(state, 0, list(state.actions), entry, session, messages))
         return Written(state, step, True)
 
@@ -148,6 +150,7 @@ class TaskWriter:
             text = reason(draft) if callable(reason) else reason
             entry = entry_for(old, new, at=now, actor=actor, reason=text)
             session, messages = attach(draft, step) if attach is not None else (None, [])
+            failpoints.hit("before_commit", draft.task.type)
             try:
                 self.stores.commit(
                     Commit(draft, before.task.version, touched, entry, session, messages)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .options import Options, store_parser
+from .options import Options, scope_for, store_parser
 
 if TYPE_CHECKING:
-    from ..store.roles import SchemaAdmin
+    from ..runtime import Runtime
 
 
 def register(commands: Any) -> None:
@@ -21,23 +21,24 @@ def register(commands: Any) -> None:
     p.set_defaults(run=upgrade)
 
 
-def _schema(opts: Options) -> tuple[Any, SchemaAdmin]:
+def _runtime(opts: Options) -> Runtime:
     """The store, opened without upgrading its schema (these commands do that themselves)."""
-    stores = opts.stores(migrate=False)
-    if stores.schema is None:
-        stores.close()
-        raise ValueError(f"{opts.store} keeps no database schema: nothing to migrate")
-    return stores, stores.schema
+    from ..runtime import Runtime
+
+    return Runtime(opts.stores(migrate=False), [], build="cli")
+
+
+def _no_schema(opts: Options) -> ValueError:
+    return ValueError(f"{opts.store} keeps no database schema: nothing to migrate")
 
 
 def status(ns: argparse.Namespace) -> None:
     """The schema version of the store's database, the latest one, and the steps between."""
     opts = Options.parse(ns)
-    stores, schema = _schema(opts)
-    try:
-        found = schema.schema_status()
-    finally:
-        stores.close()
+    with _runtime(opts) as rt:
+        found = rt.schema_status(scope_for(None))
+    if found is None:
+        raise _no_schema(opts)
     if opts.as_json:
         opts.emit(found.to_dict())
     elif found.too_new:
@@ -57,13 +58,13 @@ def status(ns: argparse.Namespace) -> None:
 def upgrade(ns: argparse.Namespace) -> None:
     """Apply pending schema migrations, in order, each in its own transaction."""
     opts = Options.parse(ns)
-    stores, schema = _schema(opts)
-    try:
-        before = schema.schema_status()
-        applied = schema.upgrade_schema()
-        after = schema.schema_status()
-    finally:
-        stores.close()
+    operator = scope_for(None)
+    with _runtime(opts) as rt:
+        before = rt.schema_status(operator)
+        applied = rt.upgrade_schema(operator)
+        after = rt.schema_status(operator)
+    if before is None or after is None:
+        raise _no_schema(opts)
     if opts.as_json:
         opts.emit(
             {
