@@ -22,6 +22,7 @@ When one slot gets several values, a negated one loses ("not economy, business",
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -467,17 +468,10 @@ class _Reader:
                 self.items.append(_Item("block", m.start(), m.end(), relevant=False))
 
     def cues(self) -> None:
-        table: dict[str, list[tuple[Slot, str, bool]]] = {}
-        for slot in self.template.slots:
-            kind = self.kinds[slot.name]
-            for cue, before in _cues(slot, kind):
-                key = " ".join(fold(cue).split())
-                roles = table.setdefault(key, [])
-                if not any(r[0].name == slot.name and r[2] == before for r in roles):
-                    roles.append((slot, kind, before))
+        table, pattern = _cue_table(self.template, self.kinds)
         if not table:
             return
-        for m in phrases(table).finditer(self.folded):
+        for m in pattern.finditer(self.folded):
             if overlaps(m.start(), m.end(), self.taken()):
                 continue
             self.hits.append(_Hit(m.start(), m.end(), table[" ".join(m.group().split())]))
@@ -678,6 +672,32 @@ _CLAUSE_SPLIT = re.compile(r"[。！？!?；;\n，,、：:]+|\.(?:\s|$)")
 def _date_item(c: DateCandidate, relevant: bool) -> _Item:
     value = c.value.isoformat() if c.value is not None else None
     return _Item("date", c.start, c.end, value, relevant=relevant, reason=c.reason)
+
+
+_CUE_TABLES: weakref.WeakKeyDictionary[
+    TaskTemplate, tuple[dict[str, list[tuple[Slot, str, bool]]], re.Pattern[str]]
+] = weakref.WeakKeyDictionary()
+
+
+def _cue_table(
+    template: TaskTemplate, kinds: dict[str, str]
+) -> tuple[dict[str, list[tuple[Slot, str, bool]]], re.Pattern[str]]:
+    """Each cue phrase of a template's slots with the roles it plays, and one pattern for all
+    of them; built once per template (a turn only matches it)."""
+    known = _CUE_TABLES.get(template)
+    if known is not None:
+        return known
+    table: dict[str, list[tuple[Slot, str, bool]]] = {}
+    for slot in template.slots:
+        kind = kinds[slot.name]
+        for cue, before in _cues(slot, kind):
+            key = " ".join(fold(cue).split())
+            roles = table.setdefault(key, [])
+            if not any(r[0].name == slot.name and r[2] == before for r in roles):
+                roles.append((slot, kind, before))
+    built = (table, phrases(table))
+    _CUE_TABLES[template] = built
+    return built
 
 
 def _strip_phrases(text: str, head: re.Pattern[str] | None, tail: re.Pattern[str]) -> str:

@@ -24,15 +24,28 @@ CLAUSE_END = SENTENCE_END + '，,、:：…~～()（）[]【】《》<>"“”/|
 def fold(text: str, *, lower: bool = True) -> str:
     """Lower-case (unless ``lower`` is false), half-width, straight-quoted ``text``, with the
     same length as ``text``."""
-    out: list[str] = []
-    for ch in text:
-        ch = _QUOTES.get(ch, ch)
-        normal = unicodedata.normalize("NFKC", ch)
-        if len(normal) != 1:
-            normal = ch
-        folded = normal.lower() if lower else normal
-        out.append(folded if len(folded) == 1 else normal)
-    return "".join(out)
+    if text.isascii():  # ASCII folds to itself (lower-cased): one C call, no per-character work
+        return text.lower() if lower else text
+    table = _LOWER if lower else _KEEP
+    return "".join([table.get(ch) or _fold_char(ch, lower) for ch in text])
+
+
+_LOWER: dict[str, str] = {}
+_KEEP: dict[str, str] = {}
+
+
+def _fold_char(ch: str, lower: bool) -> str:
+    """One character folded, remembered (the alphabet a deployment sees is small)."""
+    quoted = _QUOTES.get(ch, ch)
+    normal = unicodedata.normalize("NFKC", quoted)
+    if len(normal) != 1:
+        normal = quoted
+    folded = normal.lower() if lower else normal
+    out = folded if len(folded) == 1 else normal
+    table = _LOWER if lower else _KEEP
+    if len(table) < 65_536:
+        table[ch] = out
+    return out
 
 
 def is_cjk(ch: str) -> bool:
