@@ -8,7 +8,6 @@ reused) instead of waiting for the lease to run out. Holders on other hosts expi
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ def _start_ticks(pid: int) -> str | None:
 
 @cache
 def hostname() -> str:
-    return socket.gethostname()
+    return os.uname().nodename if hasattr(os, "uname") else _socket_hostname()
 
 
 @dataclass(frozen=True)
@@ -102,3 +101,9 @@ def lease_expired(
     if owner is not None and owner.host == hostname():
         return not process_alive(owner)
     return False
+
+
+def _socket_hostname() -> str:
+    import socket
+
+    return socket.gethostname()

@@ -39,15 +39,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .base import RouteCandidate, RouteChoice, SlotSpec
+from .env import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 
 log = logging.getLogger(__name__)
-
-ENV_BASE_URL = "RELAYSTATE_MODEL_BASE_URL"
-"""Environment variable with the endpoint's base URL, e.g. ``https://api.openai.com/v1``."""
-ENV_API_KEY = "RELAYSTATE_MODEL_API_KEY"
-"""Environment variable with the API key (optional: local servers often need none)."""
-ENV_MODEL = "RELAYSTATE_MODEL_NAME"
-"""Environment variable with the model name the endpoint knows, e.g. ``gpt-4o-mini``."""
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 """HTTP statuses that say "try again later" rather than "this request is wrong"."""

@@ -17,7 +17,7 @@ import functools
 import re
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Protocol
 
 from ...errors import SchemaTooNew
@@ -96,7 +96,7 @@ class Database(Protocol):
 def steps(backend: str) -> tuple[SchemaStep, ...]:
     """The backend's migration steps in version order (versions 1, 2, ... without gaps)."""
     found = []
-    for entry in resources.files(__name__).joinpath(backend).iterdir():
+    for entry in (Path(__file__).parent / backend).iterdir():
         match = _STEP_FILE.match(entry.name)
         if match:
             found.append(SchemaStep(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
