@@ -153,7 +153,7 @@ class TaskWriter:
             failpoints.hit("before_commit", draft.task.type)
             try:
                 self.stores.commit(
-                    Commit(draft, before.task.version, touched, entry, session, messages)
+                    Commit(draft, before.task.version, touched, entry, session, messages, new)
                 )
             except VersionConflict as exc:
                 conflict = exc

@@ -22,6 +22,7 @@ from ..model import (
     TaskState,
     TaskStatus,
     WorkerInfo,
+    clone,
 )
 from ..scope import Scope
 from .roles import ONE_READ_TURN, Backend, Commit
@@ -62,10 +63,10 @@ class InMemoryStore(Backend):
                     raise DuplicateKey(f"idempotency key {action.idempotency_key} is taken")
             if commit.session is not None:
                 self._check_session(commit.session)
-            self._tasks[task.id] = task.to_dict()
+            self._tasks[task.id] = clone(commit.task_row())
             rows = self._actions.setdefault(task.id, {})
             for action in commit.actions:
-                rows[action.seq] = action.to_dict()
+                rows[action.seq] = clone(commit.action_row(action))
                 self._keys[action.idempotency_key] = (task.id, action.seq)
             self._journal.setdefault(task.id, []).append(commit.entry.to_dict())
             self._write(commit.session, commit.messages)

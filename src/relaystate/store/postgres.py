@@ -133,14 +133,14 @@ class PostgresStore(Backend, SchemaAdmin):
             "version": task.version,
             "expected": commit.expected_version,
             "updated_at": task.updated_at,
-            "data": Jsonb(task.to_dict()),
+            "data": Jsonb(commit.task_row()),
             "entry_at": commit.entry.at,
             "entry": Jsonb(commit.entry.to_dict()),
         }
         parts = [_INSERT_TASK if commit.expected_version == 0 else _UPDATE_TASK, _JOURNAL]
         if commit.actions:
             parts.append(_ACTIONS)
-            params["actions"] = Jsonb([a.to_dict() for a in commit.actions])
+            params["actions"] = Jsonb([commit.action_row(a) for a in commit.actions])
         if commit.session is not None:
             parts.append(_SESSION)
             params["session_id"] = commit.session.id

@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from ..model import (
     OPEN_TASK_STATUSES,
@@ -63,10 +64,21 @@ class Commit:
     entry: JournalEntry
     session: Session | None = None
     messages: list[Message] = field(default_factory=list)
+    rows: dict[str, Any] | None = None
+    """The state's dict form (``TaskState.to_dict()``) if the writer made it already."""
 
     @property
     def task(self) -> Task:
         return self.state.task
+
+    def task_row(self) -> dict[str, Any]:
+        """The task's dict form, as stored (made once per commit)."""
+        return self.rows["task"] if self.rows is not None else self.task.to_dict()
+
+    def action_row(self, action: Action) -> dict[str, Any]:
+        if self.rows is not None:
+            return dict(self.rows["actions"][str(action.seq)])
+        return action.to_dict()
 
 
 class _Closable:

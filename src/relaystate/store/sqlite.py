@@ -124,7 +124,7 @@ class SQLiteStore(Backend, SchemaAdmin):
                     db.execute(
                         "INSERT INTO tasks (user_id, type, status, version, updated_at, data, id)"
                         " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (*row, _dumps(task.to_dict()), task.id),
+                        (*row, _dumps(commit.task_row()), task.id),
                     )
                 except sqlite3.IntegrityError:
                     raise VersionConflict(task.id, 0, self._version(task.id)) from None
@@ -134,7 +134,7 @@ class SQLiteStore(Backend, SchemaAdmin):
                     " updated_at = ?, data = ? WHERE id = ? AND version = ? AND user_id = ?",
                     (
                         *row,
-                        _dumps(task.to_dict()),
+                        _dumps(commit.task_row()),
                         task.id,
                         commit.expected_version,
                         task.user_id,
@@ -156,7 +156,7 @@ class SQLiteStore(Backend, SchemaAdmin):
                             str(action.status),
                             action.idempotency_key,
                             to_iso(action.lease_expires_at),
-                            _dumps(action.to_dict()),
+                            _dumps(commit.action_row(action)),
                         ),
                     )
                 except sqlite3.IntegrityError as exc:
@@ -195,11 +195,17 @@ class SQLiteStore(Backend, SchemaAdmin):
             return _states(db, task_ids, scope, statuses)
 
     def read_turn(self, session_id: str, scope: Scope) -> tuple[Session | None, list[TaskState]]:
-        with self._snapshot() as db:
-            session = _session(db, session_id, scope)
-            if session is None or not session.active_task_ids:
-                return session, []
-            return session, _states(db, session.active_task_ids, scope, OPEN_TASK_STATUSES)
+        """The session and the open tasks it lists, with their actions: one statement (so one
+        consistent read, with no transaction to open and close around it)."""
+        rows = self._read(_READ_TURN, (session_id, *_owner(scope)))
+        if not rows:
+            return None, []
+        session = Session.from_dict(json.loads(str(rows[0][0])))
+        found = {}
+        for task, actions in json.loads(str(rows[0][1])):
+            state = TaskState(Task.from_dict(task), [Action.from_dict(a) for a in actions])
+            found[state.task.id] = state
+        return session, [found[t] for t in dict.fromkeys(session.active_task_ids) if t in found]
 
     def list_tasks(
         self,
@@ -441,6 +447,14 @@ class _Schema:
 
 _READ_VERSION = "SELECT value FROM meta WHERE key = 'schema_version'"
 _OWNED = " AND (? OR t.user_id = ?)"
+_READ_TURN = (
+    "SELECT s.data, (SELECT json_group_array(json_array(json(t.data), ("
+    " SELECT json_group_array(json(a.data)) FROM"
+    " (SELECT data FROM actions WHERE task_id = t.id ORDER BY seq) a)))"
+    " FROM tasks t WHERE t.id IN (SELECT value FROM json_each(s.data, '$.active_task_ids'))"
+    " AND t.user_id = s.user_id AND t.status IN ({}))"
+    " FROM sessions s WHERE s.id = ?1 AND (?2 OR s.user_id = ?3)"
+).format(", ".join(f"'{s}'" for s in OPEN_TASK_STATUSES))
 """The scope filter of a query that joins ``tasks t``: admin, or the task's owner."""
 
 
