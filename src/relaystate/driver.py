@@ -96,7 +96,7 @@ class Driver:
         ``run``, take every action that comes due inline."""
         commit = _Commit(self, task_id, scope, run, transcript)
         change: Change | None = edit
-        by: str = actor
+        by: str = actor if edit is not None or new is not None else self.actions.actor
         why: str | Callable[[TaskState], str] = reason
         state, written = known, False
         last: Claim | None = None
