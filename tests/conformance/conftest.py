@@ -85,34 +85,22 @@ def bundle(made: list[Stores]) -> Stores:
     return made[0]
 
 
-def _role(request: pytest.FixtureRequest, attr: str) -> object:
-    stores: Stores = request.getfixturevalue("opened")(request.param)
-    return stores if attr == "turns" else getattr(stores, attr)
+def _role_fixture(role: str) -> Callable[[pytest.FixtureRequest], object]:
+    """The fixture that opens a backend and hands over the object playing ``role``."""
+
+    @pytest.fixture(name=role)
+    def fixture(request: pytest.FixtureRequest) -> object:
+        stores: Stores = request.getfixturevalue("opened")(request.param)
+        return stores if role == "turns" else getattr(stores, role)
+
+    return fixture
 
 
-@pytest.fixture
-def tasks(request: pytest.FixtureRequest) -> object:
-    return _role(request, "tasks")
-
-
-@pytest.fixture
-def sessions(request: pytest.FixtureRequest) -> object:
-    return _role(request, "sessions")
-
-
-@pytest.fixture
-def turns(request: pytest.FixtureRequest) -> object:
-    return _role(request, "turns")
-
-
-@pytest.fixture
-def coordination(request: pytest.FixtureRequest) -> object:
-    return _role(request, "coordination")
-
-
-@pytest.fixture
-def schema(request: pytest.FixtureRequest) -> object:
-    return _role(request, "schema")
+tasks = _role_fixture("tasks")
+sessions = _role_fixture("sessions")
+turns = _role_fixture("turns")
+coordination = _role_fixture("coordination")
+schema = _role_fixture("schema")
 
 
 @pytest.fixture
