@@ -7,8 +7,10 @@ turn, a raw append and a server's CPU the same way.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
+import json
 import os
 import platform
 import sqlite3
@@ -19,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from rich.console import Console
@@ -99,6 +101,29 @@ def run_block(fn: Callable[[], object], n: int) -> Block:
     if io0 is None or io1 is None:
         return Block(samples, cpu1 - cpu0, None, None)
     return Block(samples, cpu1 - cpu0, io1["wchar"] - io0["wchar"], io1["syscw"] - io0["syscw"])
+
+
+def merged(blocks: list[Block]) -> Block:
+    """Several blocks of the same thing as one."""
+    counted = all(b.wchar is not None and b.syscw is not None for b in blocks)
+    return Block(
+        [x for b in blocks for x in b.samples_ns],
+        sum(b.cpu_s for b in blocks),
+        sum(b.wchar or 0 for b in blocks) if counted else None,
+        sum(b.syscw or 0 for b in blocks) if counted else None,
+    )
+
+
+def interleave(window: int, per_block: int, *steps: Callable[[], object]) -> list[Block]:
+    """``window`` calls of each step, in turns of ``per_block`` calls of step 1, then of
+    step 2 and so on, so that every step sees the disk as it is at that moment; one merged
+    :class:`Block` per step."""
+    blocks: list[list[Block]] = [[] for _ in steps]
+    for start in range(0, window, per_block):
+        n = min(per_block, window - start)
+        for i, step in enumerate(steps):
+            blocks[i].append(run_block(step, n))
+    return [merged(b) for b in blocks]
 
 
 def files_size(db: Path) -> int:
@@ -182,6 +207,13 @@ class RawLog:
 
     def close(self) -> None:
         self.db.close()
+
+
+def sql_kind(sql: bytes | str) -> str:
+    """The first word of a SQL statement (``SELECT``, ``WITH``, ``BEGIN``...)."""
+    text = sql.decode("utf-8", "replace") if isinstance(sql, bytes) else sql
+    words = text.lstrip(" \t\r\n(").split(None, 1)
+    return words[0].upper().rstrip(";") if words else "?"
 
 
 # -- servers ------------------------------------------------------------------------------------
@@ -293,6 +325,49 @@ def find_server_pids(pg_server: str | None, redis_url: str | None) -> dict[str, 
     return pids
 
 
+# -- growing a history -------------------------------------------------------------------------
+class Grows(Protocol):
+    """A store with a task under test that one ``turn()`` adds one journal entry to."""
+
+    name: str
+
+    def history(self) -> int: ...
+
+    def turn(self) -> object: ...
+
+
+def grow(subject: Grows, target: int, console: Console) -> None:
+    """Run real turns until the task's history has ``target`` entries (with a progress bar)."""
+    missing = target - subject.history()
+    if missing <= 0:
+        return
+    with progress_bar(console) as progress:
+        bar = progress.add_task(f"{subject.name}: growing history to {target:,}", total=missing)
+        for _ in range(missing):
+            subject.turn()
+            progress.advance(bar)
+    assert subject.history() == target, "every turn must add exactly one journal entry"
+
+
+def history_options(doc: str) -> argparse.ArgumentParser:
+    """The options of a script that grows histories: --quick, --json, --dir, --sizes,
+    --window (read the sizes with :func:`history_sizes`)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="sizes 10 and 1,000, small windows")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--dir", metavar="DIR", help="where to put the databases (default: temp)")
+    parser.add_argument("--sizes", help="comma-separated history lengths, e.g. 10,1000,10000")
+    parser.add_argument("--window", type=int, help="timed turns per history length")
+    return parser
+
+
+def history_sizes(args: argparse.Namespace) -> list[int]:
+    """History lengths to measure at: 10, 1,000 and 10,000 (--quick: 10 and 1,000)."""
+    if args.sizes:
+        return sorted(int(s.replace("_", "")) for s in args.sizes.split(","))
+    return [10, 1_000] if args.quick else [10, 1_000, 10_000]
+
+
 # -- reporting ----------------------------------------------------------------------------------
 def make_console(width: int = 160) -> Console:
     """A rich console; piped or redirected, at least ``width`` columns so tables stay whole."""
@@ -313,6 +388,16 @@ def progress_bar(console: Console) -> Progress:
         transient=True,
         disable=not console.is_terminal,
     )
+
+
+def write_json(
+    console: Console, path: str | None, facts: dict[str, Any], results: dict[str, Any], took: float
+) -> None:
+    """Keep the numbers (``--json PATH``), when asked to, with the machine they came from."""
+    if path:
+        out = {"machine": facts, **results, "runtime_seconds": took}
+        Path(path).write_text(json.dumps(out, indent=2, default=str) + "\n")
+        console.print(f"results written to {path}")
 
 
 def git_head() -> str | None:

@@ -29,10 +29,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import importlib
 import json
 import os
-import platform
 import random
 import resource
 import selectors
@@ -46,7 +44,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -55,23 +53,36 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from benchlib import (
+    ROOT,
+    facts_line,
+    find_server_pids,
+    machine_facts,
+    make_console,
+    pg_create,
+    pg_scalar,
+    progress_bar,
+    redis_flush,
+    remove_db,
+    server_cpu_s,
+    sql_kind,
+    start_services,
+    summary_us,
+    with_database,
+    write_json,
+)
 from rich.console import Console
 from rich.table import Table
+from turns import chat_template, turn_payload  # the same turn as bench/turns.py
 
-from relaystate import JournalEntry, Runtime, TaskState, TaskStatus, open_store
+from relaystate import JournalEntry, Runtime, Scope, TaskState, TaskStatus, open_store
 from relaystate.leases import hostname
 from relaystate.model import WorkerInfo, utcnow
-from relaystate.store import Commit, Store
+from relaystate.store import Commit, Stores
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-for _path in (str(HERE), str(ROOT)):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
-
-from turns import chat_template, progress_bar, turn_payload  # noqa: E402  (the same turn as bench/turns.py)
-
-USER = "bench-user"
+USER = Scope.user("bench-user")
+ADMIN = Scope.admin("bench")
+PAYER = Scope.user("payer")
 APP = "tests.recovery_app:templates"
 SQLITE, POSTGRES, CACHED = "SQLite", "PostgreSQL", "PostgreSQL+Redis"
 PARTS = ("latency", "throughput", "recovery", "wire")
@@ -105,32 +116,7 @@ class Sizes:
         )
 
 
-# -- statistics --------------------------------------------------------------------------------
-def pct(samples: list[float], q: float) -> float:
-    """The q-quantile (0..1) of samples, nearest-rank (as bench/turns.py)."""
-    ordered = sorted(samples)
-    k = max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))
-    return float(ordered[k])
-
-
-def summary_us(samples_ns: list[int]) -> dict[str, float]:
-    us = [s / 1e3 for s in samples_ns]
-    return {
-        "n": len(us),
-        "p50_us": statistics.median(us),
-        "p95_us": pct(us, 0.95),
-        "p99_us": pct(us, 0.99),
-        "mean_us": statistics.fmean(us),
-        "max_us": max(us),
-    }
-
-
 # -- backends ----------------------------------------------------------------------------------
-def with_database(server_url: str, name: str) -> str:
-    parts = urlsplit(server_url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
 def with_port(url: str, port: int) -> str:
     parts = urlsplit(url)
     netloc = parts.netloc.rsplit("@", 1)
@@ -158,50 +144,18 @@ class Backend:
         """The URL of a new, empty database (or a copy of ``template``'s)."""
         if self.pg_server is None:
             path = self.workdir / f"{self.slug}-{label}.db"
-            for suffix in ("", "-wal", "-shm"):
-                path.with_name(path.name + suffix).unlink(missing_ok=True)
+            remove_db(path)
             if template is not None:
                 shutil.copyfile(template, path)
             return f"sqlite:///{path}"
-        name = f"{self.slug}_{label}"
-        pg_create(self.pg_server, name, template)
-        return with_database(self.pg_server, name)
+        return pg_create(self.pg_server, f"{self.slug}_{label}", template)
 
     def flush_cache(self) -> None:
         if self.cache:
-            import redis
+            redis_flush(self.cache)
 
-            client = redis.Redis.from_url(self.cache)
-            client.flushdb()
-            client.close()
-
-    def open(self, url: str, cache: str | None = None) -> Store:
+    def open(self, url: str, cache: str | None = None) -> Stores:
         return open_store(url, cache=cache or self.cache)
-
-
-def pg_create(server: str, name: str, template: str | None = None) -> None:
-    import psycopg
-
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        sql = f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")
-        for attempt in range(50):  # a template must have no sessions; pools close lazily
-            try:
-                conn.execute(sql)
-                return
-            except psycopg.errors.ObjectInUse:
-                if attempt == 49:
-                    raise
-                time.sleep(0.1)
-
-
-def pg_scalar(url: str, sql: str) -> Any:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        cur = conn.execute(sql)
-        row = cur.fetchone() if cur.description else None
-    return None if row is None else row[0]
 
 
 # -- 1. latency --------------------------------------------------------------------------------
@@ -213,7 +167,7 @@ def measure_latency(backend: Backend, sizes: Sizes) -> dict[str, Any]:
         other = rt.start(USER, "endless_chat", session_id="warm-up").task.id
         for i in range(sizes.warmup):
             slots, messages = turn_payload(-i)
-            rt.fill(other, USER, slots, session_id="warm-up", messages=messages)
+            rt.fill(USER, other, slots, session_id="warm-up", messages=messages)
         slots, messages = turn_payload(0)
         task_id = rt.start(
             USER, "endless_chat", session_id="timed", slots=slots, messages=messages
@@ -223,9 +177,9 @@ def measure_latency(backend: Backend, sizes: Sizes) -> dict[str, Any]:
         for i in range(1, sizes.turns + 1):
             slots, messages = turn_payload(i)
             t = time.perf_counter_ns()
-            rt.fill(task_id, USER, slots, session_id="timed", messages=messages)
+            rt.fill(USER, task_id, slots, session_id="timed", messages=messages)
             samples.append(time.perf_counter_ns() - t)
-        assert rt.task(task_id, USER).task.version == 1 + sizes.turns, "one entry per turn"
+        assert rt.task(USER, task_id).task.version == 1 + sizes.turns, "one entry per turn"
     finally:
         rt.close()
     return summary_us(samples)
@@ -255,7 +209,7 @@ def worker_main(config: dict[str, Any]) -> int:
     written = 1
     for i in range(1, config["warmup"] + 1):
         slots, messages = turn_payload(-i)
-        rt.fill(task_id, USER, slots, session_id=session, messages=messages)
+        rt.fill(USER, task_id, slots, session_id=session, messages=messages)
         written += 1
     print("ready", flush=True)
     i = 0
@@ -272,7 +226,7 @@ def worker_main(config: dict[str, Any]) -> int:
                 i += 1
                 slots, messages = turn_payload(i)
                 t = time.perf_counter_ns()
-                rt.fill(task_id, USER, slots, session_id=session, messages=messages)
+                rt.fill(USER, task_id, slots, session_id=session, messages=messages)
                 took = time.perf_counter_ns() - t
                 written += 1
                 if time.time() > end:
@@ -281,7 +235,7 @@ def worker_main(config: dict[str, Any]) -> int:
         except Exception as exc:  # reported, never hidden
             error = f"{type(exc).__name__}: {exc}"
         cpu = time.process_time() - cpu0
-        version = rt.task(task_id, USER).task.version
+        version = rt.task(USER, task_id).task.version
         result = {
             "turns": len(samples),
             "cpu_s": cpu,
@@ -372,7 +326,8 @@ def throughput_window(
 def prototype(ledger: Path) -> tuple[str, str, str, str]:
     """One real interrupted task, made by the runtime on memory://: the mould for the rest.
 
-    Returns (task id, action id, lease owner, JSON of its three states and journal entries).
+    Returns (task id, action id, lease owner, JSON of its states and journal entries, one
+    per version).
     """
     os.environ["RELAYSTATE_LEDGER"] = str(ledger)
     os.environ["RECOVERY_CRASH"] = "1"
@@ -382,13 +337,14 @@ def prototype(ledger: Path) -> tuple[str, str, str, str]:
         # A long lease: whenever recovery runs, it is the deregistration of the holder, not
         # the clock, that frees the action (the case recovery exists for).
         rt = Runtime(open_store("memory://"), recovery_app.templates(), lease=PROTOTYPE_LEASE)
-        task_id = rt.start("payer", "payment", run=False).task.id
+        task_id = rt.start(PAYER, "payment", run=False).task.id
         with contextlib.suppress(recovery_app.Crash):
-            rt.advance(task_id)
+            rt.advance(PAYER, task_id)
             raise RuntimeError("the prototype payment did not crash")
-        states = [rt.replay(task_id, v).to_dict() for v in (1, 2, 3)]
-        entries = [e.to_dict() for e in rt.store.journal(task_id)]
-        final = rt.task(task_id)
+        final = rt.task(PAYER, task_id)
+        versions = range(1, final.task.version + 1)
+        states = [rt.replay(PAYER, task_id, v).to_dict() for v in versions]
+        entries = [e.to_dict() for e in rt.history(PAYER, task_id)[1]]
         assert states[-1] == final.to_dict(), "replaying the journal gives the stored state"
         assert final.task.status == TaskStatus.RUNNING
         assert [str(a.status) for a in final.actions] == ["running"]
@@ -402,13 +358,14 @@ def prototype(ledger: Path) -> tuple[str, str, str, str]:
 
 
 def fabricate(
-    store: Store, n: int, mould: tuple[str, str, str, str], advance: Callable[[], None]
+    store: Stores, n: int, mould: tuple[str, str, str, str], advance: Callable[[], None]
 ) -> list[tuple[str, str]]:
-    """``n`` copies of the prototype, each committed as the runtime did: three commits
-    (created; pay recorded pending; pay claimed running under the lease). Returns
+    """``n`` copies of the prototype, each committed as the runtime did, one commit per
+    version (created; pay recorded and claimed running under the lease). Returns
     (task id, idempotency key) pairs."""
     proto_task, proto_action, owner, text = mould
-    store.register_worker(WorkerInfo(owner, hostname(), os.getpid(), "bench", utcnow()))
+    worker = WorkerInfo(owner, hostname(), os.getpid(), "bench", utcnow())
+    store.coordination.register_worker(worker)
     made = []
     for _ in range(n):
         task_id = uuid.uuid4().hex
@@ -426,7 +383,7 @@ def fabricate(
             previous = state
         made.append((task_id, d["states"][-1]["actions"]["1"]["idempotency_key"]))
         advance()
-    store.deregister_worker(owner, utcnow())  # as Runtime.close(): its leases expire at once
+    store.coordination.deregister_worker(worker, utcnow())  # as Runtime.close(): leases expire
     return made
 
 
@@ -471,15 +428,13 @@ def build_recovery_set(
     started = time.perf_counter()
     if backend.is_sqlite:
         path = backend.workdir / "recovery-source.db"
-        for suffix in ("", "-wal", "-shm"):
-            path.with_name(path.name + suffix).unlink(missing_ok=True)
-        store: Store = open_store(f"sqlite:///{path}?synchronous=normal")
+        remove_db(path)
+        store = open_store(f"sqlite:///{path}?synchronous=normal")
         source = str(path)
     else:
         assert backend.pg_server is not None
         source = "recovery_source"
-        pg_create(backend.pg_server, source)
-        url = with_database(backend.pg_server, source)
+        url = pg_create(backend.pg_server, source)
         pg_scalar(url, f'ALTER DATABASE "{source}" SET synchronous_commit = off')
         store = open_store(url)  # no cache: nothing about a session is fabricated
     label = "SQLite" if backend.is_sqlite else "PostgreSQL"
@@ -553,13 +508,15 @@ def verify_recovery(
 
     store = backend.open(url)
     try:
-        status = {t.id: t.status for t in store.list_tasks(None, limit=len(tasks) + 100)}
+        listed = store.tasks.list_tasks(ADMIN, limit=len(tasks) + 100)
+        status = {t.id: t.status for t in listed}
         done = sum(status.get(task_id) == TaskStatus.DONE for task_id, _ in tasks)
-        left_open = len(store.open_actions(limit=len(tasks)))
+        left_open = len(store.tasks.open_actions(limit=len(tasks)))
         per_task: Counter[int] = Counter()
         by_worker: Counter[str] = Counter()
         for task_id, _ in tasks:
-            takes = [e for e in store.journal(task_id) if e.reason.startswith("reconciling pay")]
+            journal = store.tasks.journal(task_id, ADMIN)
+            takes = [e for e in journal if e.reason.startswith("reconciling pay")]
             per_task[len(takes)] += 1
             by_worker.update(e.actor for e in takes)
     finally:
@@ -646,12 +603,6 @@ def measure_startup(backend: Backend, ledger_dir: Path) -> float:
 
 
 # -- 4. what crosses the wire ------------------------------------------------------------------
-def sql_kind(sql: bytes | str) -> str:
-    text = sql.decode("utf-8", "replace") if isinstance(sql, bytes) else sql
-    words = text.lstrip(" \t\r\n(").split(None, 1)
-    return words[0].upper().rstrip(";") if words else "?"
-
-
 class PgFrontend:
     """Reads the client half of the PostgreSQL protocol: statements executed and syncs."""
 
@@ -857,7 +808,7 @@ def count_sent(
     try:
         warm(rt)
         if backend.is_sqlite:
-            db = getattr(rt.store, "_db", None)
+            db = getattr(rt.stores.tasks, "_db", None)
             if not isinstance(db, sqlite3.Connection):
                 return result  # not the SQLite store this was written against
             seen: list[str] = []
@@ -867,10 +818,12 @@ def count_sent(
             finally:
                 db.set_trace_callback(None)
             kinds = Counter(sql_kind(x) for x in seen)
+            # BEGIN IMMEDIATE opens a write transaction; a plain BEGIN, a read snapshot.
+            writes = sum(1 for x in seen if x.upper().startswith("BEGIN IMMEDIATE"))
             result["sql"] = {
                 "statements": len(seen) / n,
                 "by_kind": {k: v / n for k, v in sorted(kinds.items())},
-                "transactions": kinds.get("BEGIN", 0) / n,
+                "transactions": writes / n,
             }
         else:
             xmax = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
@@ -906,7 +859,7 @@ def measure_wire(backend: Backend, sizes: Sizes) -> dict[str, Any]:
             task.append(state.task.id)
         for i in range(first, first + count):
             slots, messages = turn_payload(i)
-            rt.fill(task[0], USER, slots, session_id="wire", messages=messages)
+            rt.fill(USER, task[0], slots, session_id="wire", messages=messages)
         return count
 
     # Untimed first: connections opened, statements prepared (psycopg prepares a statement
@@ -931,7 +884,7 @@ def measure_wire_recovery(backend: Backend, source: RecoverySet, tasks: int) -> 
     from tests import recovery_app
 
     def recover(rt: Runtime) -> int:
-        report = rt.recover(limit=tasks)
+        report = rt.recover(ADMIN, limit=tasks)
         if report.errors:
             raise RuntimeError(f"recovery failed: {next(iter(report.errors.values()))}")
         return len(report.resumed)
@@ -940,55 +893,9 @@ def measure_wire_recovery(backend: Backend, source: RecoverySet, tasks: int) -> 
         backend,
         url,
         recovery_app.templates(),
-        lambda rt: rt.recover(limit=10),  # connections, prepared statements, the worker row
+        lambda rt: rt.recover(ADMIN, limit=10),  # connections, prepared statements, the worker row
         recover,
     )
-
-
-def proc_fields(pid: int) -> list[str] | None:
-    """Fields of ``/proc/<pid>/stat`` from the state on (Linux), or None."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return None
-
-
-def server_cpu_s(roots: list[int]) -> float | None:
-    """CPU seconds used so far by these server processes and their children, live or exited
-    (PostgreSQL's backends are children of the postmaster, which reaps them: their time then
-    moves to its cutime/cstime); None when /proc cannot tell."""
-    if not roots:
-        return None
-    ticks, found = 0, False
-    wanted = set(roots)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        fields = proc_fields(int(entry.name))
-        if fields is None or len(fields) < 15:
-            continue
-        if int(entry.name) in wanted:  # its own time + that of its children that exited
-            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
-            found = True
-        elif int(fields[1]) in wanted:  # a live child (a PostgreSQL backend)
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK") if found else None
-
-
-def find_server_pids(pg_server: str | None, redis_url: str | None) -> dict[str, int]:
-    pids: dict[str, int] = {}
-    if pg_server:
-        backend = pg_scalar(pg_server, "SELECT pg_backend_pid()")
-        fields = proc_fields(int(backend))
-        if fields is not None:
-            pids["postgres"] = int(fields[1])  # a backend's parent: the postmaster
-    if redis_url:
-        import redis
-
-        client = redis.Redis.from_url(redis_url)
-        pids["redis"] = int(client.info("server")["process_id"])
-        client.close()
-    return pids
 
 
 def background_load(seconds: float = 1.0) -> float | None:
@@ -999,55 +906,6 @@ def background_load(seconds: float = 1.0) -> float | None:
     if before is None or after is None or after[1] <= before[1]:
         return None
     return (after[0] - before[0]) / (after[1] - before[1])
-
-
-# -- machine facts -----------------------------------------------------------------------------
-def git_head() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
-
-
-def machine_facts(pg_server: str | None, redis_url: str | None) -> dict[str, Any]:
-    facts: dict[str, Any] = {
-        "relaystate_commit": git_head(),
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "sqlite": sqlite3.sqlite_version,
-        "cpus": os.cpu_count(),
-        "platform": platform.platform(),
-    }
-    if pg_server:
-        import psycopg
-
-        with psycopg.connect(pg_server, autocommit=True) as conn:
-            for name in (
-                "server_version",
-                "fsync",
-                "synchronous_commit",
-                "wal_sync_method",
-                "full_page_writes",
-                "shared_buffers",
-            ):
-                row = conn.execute(f"SHOW {name}").fetchone()
-                facts[f"postgres_{name}"] = row[0] if row else None
-        facts["psycopg"] = f"{psycopg.__version__} ({psycopg.pq.__impl__})"
-    if redis_url:
-        import redis
-
-        client = redis.Redis.from_url(redis_url)
-        info = client.info("server")
-        client.close()
-        facts["redis"] = info.get("redis_version")
-        facts["redis_py"] = redis.__version__
-    return facts
 
 
 # -- reporting ---------------------------------------------------------------------------------
@@ -1254,8 +1112,7 @@ def report(
         if CACHED in results["latency"]:
             note += (
                 " PostgreSQL+Redis: the same, with the Redis session cache in front; its "
-                "write-through (read back the new messages, then one Lua script) is part of "
-                "the turn."
+                "session read and write-through (one Lua script) are part of the turn."
             )
         console.print(note)
     if results["throughput"]:
@@ -1289,8 +1146,9 @@ def report(
             "whose side-effecting `pay` (idempotent=False, with a check) is `running` under the "
             "1-hour lease of a worker that then deregistered, its effect already in the downstream "
             "ledger (a SQLite file). One task was made by the runtime (tests/recovery_app.py, "
-            "crashing after the effect); the rest are copies of its three commits with new ids "
-            "and keys, written through Store.commit (fabricated once per server with relaxed "
+            "crashing after the effect); the rest are copies of its commits (one per version) "
+            "with new ids and keys, written through Stores.commit (fabricated once per server "
+            "with relaxed "
             f"durability, then copied: {fabricated}; not timed). wall s: from starting the "
             "`relaystate recover --json` process(es) to the last exit, interpreter start-up "
             "included; idle start: the same command on an empty store. recover CPU: user + "
@@ -1329,27 +1187,6 @@ def report(
 
 
 # -- main --------------------------------------------------------------------------------------
-def start_services(stack: contextlib.ExitStack, console: Console) -> tuple[str | None, str | None]:
-    """PostgreSQL and Redis from tests/services.py, or None with the reason printed."""
-    from tests import services
-
-    pg = rd = None
-    try:
-        pg = stack.enter_context(services.postgres())
-        importlib.import_module("relaystate.store.postgres")  # fail here, not half-way
-    except (services.Unavailable, ImportError, subprocess.CalledProcessError, OSError) as exc:
-        console.print(f"[yellow]PostgreSQL unavailable:[/] {exc}; showing SQLite only")
-        pg = None
-    if pg is not None:
-        try:
-            rd = stack.enter_context(services.redis())
-            importlib.import_module("relaystate.store.redis")
-        except (services.Unavailable, ImportError, OSError) as exc:
-            console.print(f"[yellow]Redis unavailable:[/] {exc}; no PostgreSQL+Redis column")
-            rd = None
-    return pg, rd
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (under a minute)")
@@ -1381,9 +1218,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.procs:
         sizes.procs = [int(p) for p in args.procs.split(",")]
 
-    console = Console()
-    if not console.is_terminal:
-        console.width = max(console.width, 170)
+    console = make_console(170)
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="relaystate-stores-", dir=args.dir))
     results: dict[str, Any] = {
@@ -1408,22 +1243,7 @@ def main(argv: list[str] | None = None) -> int:
                 b.server_pids.append(pids["redis"])
         facts = machine_facts(pg, rd)
         facts.update(directory=str(workdir), sizes=sizes.__dict__)
-        line = (
-            f"[bold]Python[/] {facts['python']} ({facts['implementation']})   "
-            f"[bold]SQLite[/] {facts['sqlite']}   [bold]CPUs[/] {facts['cpus']}   "
-            f"[bold]platform[/] {facts['platform']}   [bold]relaystate[/] "
-            f"{facts['relaystate_commit'] or 'unknown commit'}"
-        )
-        if pg:
-            line += (
-                f"\n[bold]PostgreSQL[/] {facts['postgres_server_version']} (fsync="
-                f"{facts['postgres_fsync']}, synchronous_commit="
-                f"{facts['postgres_synchronous_commit']}, wal_sync_method="
-                f"{facts['postgres_wal_sync_method']}, shared_buffers="
-                f"{facts['postgres_shared_buffers']})   [bold]psycopg[/] {facts['psycopg']}"
-            )
-        if rd:
-            line += f"   [bold]Redis[/] {facts['redis']} (redis-py {facts['redis_py']})"
+        line = facts_line(facts)
         facts["background_cpu_busy"] = background_load()
         line += "\nCPU busy before starting (1 s, nothing of ours running): "
         line += (
@@ -1438,7 +1258,7 @@ def main(argv: list[str] | None = None) -> int:
                 "run again on a quiet machine.[/]"
             )
         names = [b.name for b in backends]
-        phases: Counter[str] = Counter()
+        phases: defaultdict[str, float] = defaultdict(float)
 
         @contextlib.contextmanager
         def phase(name: str, what: str) -> Iterator[None]:
@@ -1493,10 +1313,7 @@ def main(argv: list[str] | None = None) -> int:
     spent = ", ".join(f"{k} {v:.1f} s" for k, v in phases.items())
     console.print(f"ran in {elapsed:.1f} s ({spent}; the rest: servers and set-up)")
 
-    if args.json:
-        out = {"machine": facts, **results, "runtime_seconds": elapsed}
-        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
-        console.print(f"results written to {args.json}")
+    write_json(console, args.json, facts, results, elapsed)
     return 0
 
 

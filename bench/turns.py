@@ -19,34 +19,42 @@ Side by side, in one run and in one directory:
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
-import os
-import platform
 import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchlib import (
+    RAW_WARMUP,
+    RawAppend,
+    RawLog,
+    facts_line,
+    files_size,
+    grow,
+    history_options,
+    history_sizes,
+    interleave,
+    machine_facts,
+    make_console,
+    pct,
+    timed,
+    write_json,
+)
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from relaystate import Runtime, Slot, Stage, TaskTemplate, all_required_slots, open_store
+from relaystate import Runtime, Scope, Slot, Stage, TaskTemplate, all_required_slots, open_store
 
 USER = "bench-user"
+SCOPE = Scope.user(USER)
 SESSION = "bench-session"
 TARGET_RATIO = 2.0
-RAW_WARMUP = 1_200
-"""Raw appends before timing: one WAL frame each, so the 1,000-page autocheckpoint has run."""
 INTERLEAVE = 20
 """Turns per block; each block follows as many raw appends timed on the same disk."""
 WARMUP_TURNS = 250
@@ -80,36 +88,6 @@ def turn_payload(i: int) -> tuple[dict[str, str], list[tuple[str, str]]]:
 
 
 # -- measuring ---------------------------------------------------------------------------
-def io_counters() -> dict[str, int] | None:
-    """This process's write counters (Linux ``/proc/self/io``), or None elsewhere."""
-    try:
-        text = Path("/proc/self/io").read_text()
-    except OSError:
-        return None
-    out = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        out[key.strip()] = int(value)
-    return out
-
-
-def files_size(db: Path) -> int:
-    """Bytes on disk of a SQLite database: main file + WAL (+ shm is not counted)."""
-    total = 0
-    for suffix in ("", "-wal"):
-        p = db.with_name(db.name + suffix)
-        if p.exists():
-            total += p.stat().st_size
-    return total
-
-
-def pct(samples: list[int], q: float) -> float:
-    """The q-quantile (0..1) of samples, nearest-rank."""
-    ordered = sorted(samples)
-    k = max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))
-    return float(ordered[k])
-
-
 @dataclass
 class Window:
     """Numbers for one history length of one store (times in microseconds)."""
@@ -136,71 +114,6 @@ class Window:
     excess_over_raw_us: float | None = None
 
 
-@dataclass
-class RawAppend:
-    synchronous: str
-    appends: int
-    p50_us: float
-    p95_us: float
-    file_growth_bytes_per_append: float
-    page_growth_bytes_per_append: float
-    write_syscall_bytes_per_append: float | None
-    write_syscalls_per_append: float | None
-
-
-class RawLog:
-    """The floor: one ~300-byte row appended per transaction to its own WAL database."""
-
-    def __init__(self, path: Path, synchronous: str) -> None:
-        for suffix in ("", "-wal", "-shm"):
-            path.with_name(path.name + suffix).unlink(missing_ok=True)
-        self.path, self.synchronous = path, synchronous
-        self.db = sqlite3.connect(str(path), isolation_level=None)
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute(f"PRAGMA synchronous = {synchronous}")
-        self.db.execute(
-            "CREATE TABLE log (id INTEGER PRIMARY KEY, at TEXT NOT NULL, data TEXT NOT NULL)"
-        )
-        self.body = json.dumps({"kind": "note", "text": "x" * 240})
-        self.n = 0
-        for _ in range(RAW_WARMUP):  # past the first checkpoint: the WAL is at its steady size
-            self.append()
-
-    def append(self) -> None:
-        self.n += 1
-        self.db.execute("BEGIN IMMEDIATE")
-        self.db.execute("INSERT INTO log (at, data) VALUES (?, ?)", (f"{self.n:020d}", self.body))
-        self.db.execute("COMMIT")
-
-    def sample(self, n: int) -> list[int]:
-        return timed(self.append, n)
-
-    def used(self) -> int:
-        pages, free, size = (
-            self.db.execute(f"PRAGMA {p}").fetchone()[0]
-            for p in ("page_count", "freelist_count", "page_size")
-        )
-        return int((pages - free) * size)
-
-    def measure(self, n: int) -> RawAppend:
-        size0, used0, io0 = files_size(self.path), self.used(), io_counters()
-        samples = self.sample(n)
-        io1, size1, used1 = io_counters(), files_size(self.path), self.used()
-        return RawAppend(
-            self.synchronous,
-            n,
-            statistics.median(samples) / 1e3,
-            pct(samples, 0.95) / 1e3,
-            (size1 - size0) / n,
-            (used1 - used0) / n,
-            (io1["wchar"] - io0["wchar"]) / n if io0 and io1 else None,
-            (io1["syscw"] - io0["syscw"]) / n if io0 and io1 else None,
-        )
-
-    def close(self) -> None:
-        self.db.close()
-
-
 class Subject:
     """One store with one endless task, grown turn by turn."""
 
@@ -210,7 +123,7 @@ class Subject:
         self.turns = 0
         slots, messages = turn_payload(0)
         state = self.runtime.start(
-            USER, "endless_chat", session_id=SESSION, slots=slots, messages=messages
+            SCOPE, "endless_chat", session_id=SESSION, slots=slots, messages=messages
         )
         self.task_id = state.task.id
         assert state.task.stage == "collecting" and state.task.version == 1
@@ -218,21 +131,21 @@ class Subject:
     def warm_up(self, turns: int) -> None:
         """Bring the store to a steady state (WAL at its high-water mark, statements cached)
         with turns on another task, so the task under test keeps its exact history."""
-        other = self.runtime.start(USER, "endless_chat", session_id=f"{SESSION}-warm-up")
+        other = self.runtime.start(SCOPE, "endless_chat", session_id=f"{SESSION}-warm-up")
         for i in range(turns):
             slots, messages = turn_payload(-i)
             self.runtime.fill(
-                other.task.id, USER, slots, session_id=f"{SESSION}-warm-up", messages=messages
+                SCOPE, other.task.id, slots, session_id=f"{SESSION}-warm-up", messages=messages
             )
 
     def turn(self) -> None:
         self.turns += 1
         slots, messages = turn_payload(self.turns)
-        self.runtime.fill(self.task_id, USER, slots, session_id=SESSION, messages=messages)
+        self.runtime.fill(SCOPE, self.task_id, slots, session_id=SESSION, messages=messages)
 
     def history(self) -> int:
         """Journal entries of the task (one per committed version)."""
-        return self.runtime.task(self.task_id, USER).task.version
+        return self.runtime.task(SCOPE, self.task_id).task.version
 
     def reader(self) -> sqlite3.Connection:
         assert self.db_path is not None
@@ -305,7 +218,7 @@ class Subject:
 
     def statements_per_turn(self) -> dict[str, Any] | None:
         """SQL statements one (untimed) turn sends, by kind, via the connection's trace hook."""
-        db = getattr(self.runtime.store, "_db", None)
+        db = getattr(self.runtime.stores.tasks, "_db", None)
         if not isinstance(db, sqlite3.Connection):
             return None
         seen: list[str] = []
@@ -318,45 +231,12 @@ class Subject:
         for sql in seen:
             word = sql.split()[0].upper()
             kinds[word] = kinds.get(word, 0) + 1
-        return {"total": len(seen), "by_kind": kinds, "transactions": kinds.get("BEGIN", 0)}
+        # BEGIN IMMEDIATE opens a write transaction; a plain BEGIN, a read snapshot.
+        writes = sum(1 for sql in seen if sql.upper().startswith("BEGIN IMMEDIATE"))
+        return {"total": len(seen), "by_kind": kinds, "transactions": writes}
 
     def close(self) -> None:
         self.runtime.close()
-
-
-def progress_bar(console: Console) -> Progress:
-    """The progress bar both benchmark scripts show while they set up (hidden when piped)."""
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
-
-
-def grow(subject: Subject, target: int, console: Console) -> None:
-    """Run real turns until the task's history has ``target`` entries."""
-    missing = target - subject.history()
-    if missing <= 0:
-        return
-    with progress_bar(console) as progress:
-        bar = progress.add_task(f"{subject.name}: growing history to {target:,}", total=missing)
-        for _ in range(missing):
-            subject.turn()
-            progress.advance(bar)
-    assert subject.history() == target
-
-
-def timed(fn: Callable[[], object], n: int) -> list[int]:
-    samples = []
-    for _ in range(n):
-        t = time.perf_counter_ns()
-        fn()
-        samples.append(time.perf_counter_ns() - t)
-    return samples
 
 
 def measure(subject: Subject, raw: RawLog, window: int, reads: int) -> Window:
@@ -364,39 +244,25 @@ def measure(subject: Subject, raw: RawLog, window: int, reads: int) -> Window:
     as it is at that moment), then ``reads`` resumes and loads; nothing printed meanwhile."""
     history = subject.history()
     before = subject.snapshot()
-    turns: list[int] = []
-    raws: list[int] = []
-    wchar = syscw = 0
-    io_ok = True
-    for start in range(0, window, INTERLEAVE):
-        n = min(INTERLEAVE, window - start)
-        raws += raw.sample(n)
-        io0 = io_counters()
-        turns += timed(subject.turn, n)
-        io1 = io_counters()
-        if io0 and io1:
-            wchar += io1["wchar"] - io0["wchar"]
-            syscw += io1["syscw"] - io0["syscw"]
-        else:
-            io_ok = False
+    raws, turns = interleave(window, INTERLEAVE, raw.append, subject.turn)
     after = subject.snapshot()
     version = subject.history()
     assert version == history + window, "every turn must add exactly one journal entry"
-    resumes = timed(lambda: subject.runtime.resume(subject.task_id, USER), reads)
-    loads = timed(lambda: subject.runtime.task(subject.task_id, USER), reads)
+    resumes = timed(lambda: subject.runtime.resume(SCOPE, subject.task_id), reads)
+    loads = timed(lambda: subject.runtime.task(SCOPE, subject.task_id), reads)
     assert subject.history() == version, "resume and task() must not write"
     w = Window(
         store=subject.name,
         history=history,
         turns=window,
-        turn_p50_us=statistics.median(turns) / 1e3,
-        turn_p95_us=pct(turns, 0.95) / 1e3,
-        turn_mean_us=statistics.fmean(turns) / 1e3,
+        turn_p50_us=statistics.median(turns.samples_ns) / 1e3,
+        turn_p95_us=pct(turns.samples_ns, 0.95) / 1e3,
+        turn_mean_us=statistics.fmean(turns.samples_ns) / 1e3,
         resume_p50_us=statistics.median(resumes) / 1e3,
         resume_p95_us=pct(resumes, 0.95) / 1e3,
         task_p50_us=statistics.median(loads) / 1e3,
         task_p95_us=pct(loads, 0.95) / 1e3,
-        raw_p50_us=statistics.median(raws) / 1e3,
+        raw_p50_us=statistics.median(raws.samples_ns) / 1e3,
         raw_synchronous=raw.synchronous,
     )
     w.ratio_to_raw = w.turn_p50_us / w.raw_p50_us
@@ -406,24 +272,10 @@ def measure(subject: Subject, raw: RawLog, window: int, reads: int) -> Window:
         w.logical_bytes_per_turn = sum(w.logical_breakdown.values())
         w.file_growth_bytes_per_turn = (after["files"] - before["files"]) / window
         w.page_growth_bytes_per_turn = (after["used_bytes"] - before["used_bytes"]) / window
-        if io_ok:
-            w.write_syscall_bytes_per_turn = wchar / window
-            w.write_syscalls_per_turn = syscw / window
+        if turns.wchar is not None and turns.syscw is not None:
+            w.write_syscall_bytes_per_turn = turns.wchar / window
+            w.write_syscalls_per_turn = turns.syscw / window
     return w
-
-
-def git_head() -> str | None:
-    """The commit of the relaystate checkout this runs against, if it is a git work tree."""
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
 
 
 # -- reporting ---------------------------------------------------------------------------
@@ -519,47 +371,28 @@ def flatness(windows: list[Window]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="sizes 10 and 1,000, small windows")
-    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    parser.add_argument("--dir", metavar="DIR", help="where to put the databases (default: temp)")
-    parser.add_argument("--sizes", help="comma-separated history lengths, e.g. 10,1000,10000")
-    parser.add_argument("--window", type=int, help="timed turns per history length")
+    parser = history_options(__doc__)
     parser.add_argument("--reads", type=int, help="timed resume() and task() calls per length")
     parser.add_argument("--no-normal", action="store_true", help="skip synchronous=NORMAL")
     args = parser.parse_args(argv)
 
-    sizes = [10, 1_000] if args.quick else [10, 1_000, 10_000]
-    if args.sizes:
-        sizes = sorted(int(s.replace("_", "")) for s in args.sizes.split(","))
+    sizes = history_sizes(args)
     window = args.window or (50 if args.quick else 200)
     reads = args.reads or (20 if args.quick else 50)
     raw_n = 300 if args.quick else 2_000
 
-    console = Console()
-    if not console.is_terminal:  # piped or redirected: keep the table readable
-        console.width = max(console.width, 160)
+    console = make_console(160)
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="relaystate-bench-", dir=args.dir))
     facts = {
-        "relaystate_commit": git_head(),
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "sqlite": sqlite3.sqlite_version,
-        "cpus": os.cpu_count(),
-        "platform": platform.platform(),
+        **machine_facts(),
         "directory": str(workdir),
         "sizes": sizes,
         "window_turns": window,
         "read_calls": reads,
         "raw_appends": raw_n,
     }
-    console.print(
-        f"[bold]Python[/] {facts['python']} ({facts['implementation']})   "
-        f"[bold]SQLite[/] {facts['sqlite']}   [bold]CPUs[/] {facts['cpus']}   "
-        f"[bold]platform[/] {facts['platform']}   [bold]relaystate[/] "
-        f"{facts['relaystate_commit'] or 'unknown commit'}"
-    )
+    console.print(facts_line(facts))
     console.print(
         f"databases in {workdir}; history lengths {', '.join(f'{s:,}' for s in sizes)}; "
         f"{window} timed turns and {reads} resume()/task() calls per length"
@@ -634,18 +467,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{sql['transactions']} write transaction(s)"
         )
     console.print(f"ran in {elapsed:.1f} s")
-
-    if args.json:
-        result = {
-            "machine": facts,
-            "raw_append": {label: asdict(r) for label, r in raws},
-            "windows": [asdict(w) for w in windows],
-            "sql_per_turn": statements,
-            "target_ratio": TARGET_RATIO,
-            "runtime_seconds": elapsed,
-        }
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
-        console.print(f"results written to {args.json}")
+    results = {
+        "raw_append": {label: asdict(r) for label, r in raws},
+        "windows": [asdict(w) for w in windows],
+        "sql_per_turn": statements,
+        "target_ratio": TARGET_RATIO,
+    }
+    write_json(console, args.json, facts, results, elapsed)
     return 0
 
 

@@ -243,7 +243,7 @@ class Runtime:
         """Start a task of a registered type for the scope's user; runs what it can at once."""
         task_id = task_id or uuid.uuid4().hex
         edit = Start(type, dict(slots or {}), goal, dict(context or {}), task_id, session_id)
-        transcript = self._transcript(scope, session_id, messages, task_id)
+        transcript, _ = self._transcript(scope, session_id, messages, task_id)
         return self.apply(scope, edit, transcript=transcript, run=run).state
 
     def fill(
@@ -262,8 +262,10 @@ class Runtime:
         and read-only actions that already ran (a look-up) run again on the new values.
         Once a side effect has been recorded the slots are locked.
         """
-        transcript = self._transcript(scope, session_id, messages, task_id)
-        return self.apply(scope, Fill(task_id, slots), transcript=transcript, run=run).state
+        transcript, known = self._transcript(scope, session_id, messages, task_id)
+        return self.apply(
+            scope, Fill(task_id, slots), known=known, transcript=transcript, run=run
+        ).state
 
     def confirm(
         self,
@@ -276,8 +278,10 @@ class Runtime:
         run: bool = True,
     ) -> TaskState:
         """Record the user's yes (go on) or no (back to collecting) on the collected slots."""
-        transcript = self._transcript(scope, session_id, messages, task_id)
-        return self.apply(scope, Confirm(task_id, yes), transcript=transcript, run=run).state
+        transcript, known = self._transcript(scope, session_id, messages, task_id)
+        return self.apply(
+            scope, Confirm(task_id, yes), known=known, transcript=transcript, run=run
+        ).state
 
     def cancel(
         self,
@@ -288,8 +292,8 @@ class Runtime:
         messages: Sequence[MessageLike] = (),
     ) -> TaskState:
         """Cancel an open task, unless an action is in flight or a side effect already landed."""
-        transcript = self._transcript(scope, session_id, messages, task_id)
-        return self.apply(scope, Cancel(task_id), transcript=transcript).state
+        transcript, known = self._transcript(scope, session_id, messages, task_id)
+        return self.apply(scope, Cancel(task_id), known=known, transcript=transcript).state
 
     def resolve(
         self, scope: Scope, task_id: str, seq: int, *, succeeded: bool, output: JSON = None
@@ -382,14 +386,15 @@ class Runtime:
         session_id: str | None,
         messages: Sequence[MessageLike],
         task_id: str,
-    ) -> Transcript | None:
-        """The session (listing the task) and messages a direct call commits with its change."""
+    ) -> tuple[Transcript | None, TaskState | None]:
+        """The session (listing the task) and messages a direct call commits with its change,
+        and the task as that same read found it (so the change need not read it again)."""
         if session_id is None:
             if messages:
                 raise ValueError("messages need a session_id")
-            return None
+            return None, None
         now = self.clock()
-        stored = self.stores.sessions.get_session(session_id, checked(scope))
+        stored, states = self.stores.read_turn(session_id, checked(scope))
         session = live_or_new(stored, session_id, scope.owner("a session"), now)
         as_read = session.to_dict() if session is stored else None
         if task_id not in session.active_task_ids:
@@ -401,7 +406,8 @@ class Runtime:
             m if isinstance(m, Message) else Message(session.id, session.user_id, *m, task_id, now)
             for m in messages
         ]
-        return Transcript(session=session if write else None, said=said)
+        known = next((st for st in states if st.task.id == task_id), None)
+        return Transcript(session=session if write else None, said=said), known
 
     def task(self, scope: Scope, task_id: str) -> TaskState:
         """A task and its actions, if it is in scope."""

@@ -61,8 +61,9 @@ class Stores:
             self.sessions.write(session, messages)
 
     def read_turn(self, session_id: str, scope: Scope) -> tuple[Session | None, list[TaskState]]:
-        """A session and its open tasks, in one read where one database holds both."""
-        if self._shared and isinstance(self.tasks, Backend):
+        """A session and its open tasks, in one read where one database holds both (with a
+        cache in front, the database's copy is the truth and one round trip beats two)."""
+        if self._sessions_with_tasks and isinstance(self.tasks, Backend):
             return self.tasks.read_turn(session_id, scope)
         session = self.sessions.get_session(session_id, scope)
         if session is None or not session.active_task_ids:
