@@ -264,3 +264,41 @@ def test_clock_explains_bad_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RELAYSTATE_NOW")
     with pytest.raises(ValueError, match="unknown timezone"):
         now("Mars/Olympus_Mons")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "needs"),
+    [
+        ("月", True),
+        ("a?月", True),
+        ("[一二三]+日", True),
+        ("x{0,2}(?:周|星期)", True),
+        ("(?:下个?|上)月", True),
+        ("(?:月|th)", False),
+        ("(?:年)?x", False),
+        ("[一a]", False),
+        ("[一二]*x", False),
+        (r"(?<![a-z])next", False),
+    ],
+)
+def test_patterns_that_need_non_ascii_are_told_apart(pattern: str, needs: bool) -> None:
+    import re
+
+    from relaystate.conversation.text import needs_non_ascii
+
+    assert needs_non_ascii(re.compile(pattern)) is needs
+
+
+def test_ascii_text_skips_only_patterns_that_cannot_match_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every English phrase of this file scans the same with every pattern as with the
+    ASCII subset the scanner uses for ASCII text."""
+    from relaystate.conversation import dates
+
+    phrases = [str(c[0]) for c in CASES if str(c[0]).isascii()]
+    phrases += ["no date here at all", "order 1234, item 22 of 30 on the 3rd", "in two weeks"]
+    assert len(phrases) > 20
+    fast = [scan_dates(p, today=TODAY) for p in phrases]
+    monkeypatch.setattr(dates, "_ASCII_PATTERNS", dates._PATTERNS)
+    assert [scan_dates(p, today=TODAY) for p in phrases] == fast

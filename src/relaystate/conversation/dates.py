@@ -27,7 +27,7 @@ from datetime import date, timedelta
 from typing import NamedTuple
 
 from .numbers import EN_SMALL, cn_to_number
-from .text import fold
+from .text import fold, needs_non_ascii
 
 Span = tuple[int, int]
 
@@ -396,11 +396,15 @@ _EXPLICIT = {_iso, _zh_ymd, _en_md, _zh_month_rel, _day_only}
 _JOIN = re.compile(r"[\s,，、()（）]*")
 
 
+_ASCII_PATTERNS = [(p, h) for p, h in _PATTERNS if not needs_non_ascii(p)]
+"""The patterns that can match ASCII text (the others need 月, 日, 周, 明天...)."""
+
+
 def scan_dates(text: str, *, today: date) -> list[DateCandidate]:
     """Every date-like phrase in ``text``, left to right, longest first, not overlapping."""
     folded = fold(text)
     found: list[tuple[int, int, Result, Handler]] = []
-    for pattern, handler in _PATTERNS:
+    for pattern, handler in _ASCII_PATTERNS if folded.isascii() else _PATTERNS:
         for m in pattern.finditer(folded):
             if m.end() == m.start():
                 continue

@@ -157,9 +157,13 @@ def en_to_number(words: list[str]) -> int | None:
 
 
 def _english_runs(folded: str) -> list[tuple[int, int, int]]:
-    """Runs of English number words: (start, end, value)."""
+    """Runs of English number words: (start, end, value).
+
+    Only the words that can be part of a run are read (number words, "a"/"an", "and"); any
+    other word between two of them breaks the run exactly as it would if it were read.
+    """
     runs: list[tuple[int, int, int]] = []
-    words = [(m.start(), m.end(), m.group()) for m in _EN_WORD.finditer(folded)]
+    words = _run_words(folded)
     i = 0
     while i < len(words):
         j = i
@@ -183,6 +187,26 @@ def _english_runs(folded: str) -> list[tuple[int, int, int]]:
         else:
             i += 1
     return runs
+
+
+_RUN_WORD = re.compile(
+    r"(?<![a-z])(?:"
+    + "|".join(sorted({*EN_SMALL, *EN_SCALES, "a", "an", "and"}, key=lambda w: (-len(w), w)))
+    + r")(?![a-z])"
+)
+
+
+def _run_words(folded: str) -> list[tuple[int, int, str]]:
+    """The words that may belong to a run of number words, with a gap marker between two
+    that other letters separate (a word that is not read)."""
+    found: list[tuple[int, int, str]] = []
+    last = 0
+    for m in _RUN_WORD.finditer(folded):
+        if found and _EN_WORD.search(folded, last, m.start()):
+            found.append((last, last, "|"))  # some other word stood between: a break
+        found.append((m.start(), m.end(), m.group()))
+        last = m.end()
+    return found
 
 
 def find_numbers(text: str) -> list[NumberMatch]:
@@ -215,7 +239,7 @@ def find_numbers(text: str) -> list[NumberMatch]:
         if negative:
             value, start = -value, start - 1
         found.append((start, end, value))
-    for m in _CN.finditer(folded):
+    for m in () if folded.isascii() else _CN.finditer(folded):
         if not any(ch in "零〇一二两三四五六七八九十" for ch in m.group()):
             continue
         cn = cn_to_number(m.group())

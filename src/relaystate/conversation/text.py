@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Any
 
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 LATIN_WORD = re.compile(r"[^\W\d_]+", re.ASCII)
@@ -46,6 +47,44 @@ def _fold_char(ch: str, lower: bool) -> str:
     if len(table) < 65_536:
         table[ch] = out
     return out
+
+
+def needs_non_ascii(pattern: re.Pattern[str]) -> bool:
+    """Whether every match of ``pattern`` contains a non-ASCII character, so that it can be
+    skipped on ASCII text. Conservative: False whenever the structure is not plainly so."""
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        tree = _parser.parse(pattern.pattern, pattern.flags)
+    except Exception:  # pragma: no cover - a Python whose parser moved: scan everything
+        return False
+    return _required_non_ascii(list(tree))
+
+
+def _required_non_ascii(items: list[tuple[Any, Any]]) -> bool:
+    """A sequence requires a non-ASCII character if one of its mandatory items does."""
+    from re import _constants as c  # type: ignore[attr-defined]
+
+    for op, av in items:
+        if op is c.LITERAL and av > 127:
+            return True
+        if (
+            op is c.IN
+            and av
+            and all(
+                (kind is c.LITERAL and value > 127) or (kind is c.RANGE and value[0] > 127)
+                for kind, value in av
+            )
+        ):
+            return True
+        if op is c.SUBPATTERN and _required_non_ascii(list(av[-1])):
+            return True
+        if op is c.BRANCH and all(_required_non_ascii(list(b)) for b in av[1]):
+            return True
+        repeats = op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT)
+        if repeats and av[0] >= 1 and _required_non_ascii(list(av[2])):
+            return True
+    return False
 
 
 def is_cjk(ch: str) -> bool:
