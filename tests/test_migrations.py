@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from relaystate import Scope
+from relaystate.demo.ledger import Ledger
 from relaystate.errors import SchemaTooNew, StoreURLError
 from relaystate.store import Backend, SQLiteStore
 from relaystate.store import open_backend as open_store
@@ -419,3 +420,48 @@ def test_a_missing_psycopg_is_a_clear_url_error(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delitem(sys.modules, "relaystate.store.postgres", raising=False)
     with pytest.raises(StoreURLError, match=r"pip install 'relaystate\[postgres\]'"):
         open_store("postgresql://localhost/relaystate")
+
+
+def test_the_journal_moves_to_a_rowid_table_with_every_entry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Step 4 (SQLite) rebuilds the journal; a store written at step 3 keeps its history."""
+    from relaystate import Runtime
+    from relaystate.store import Stores
+
+    from .support import Clock, Script, order_template
+
+    real = SHIPPED_STEPS
+    monkeypatch.setattr(migrations, "steps", lambda name: real(name)[:3])
+    path = tmp_path / "at3.db"
+    alice = Scope.user("alice")
+    with Runtime(
+        Stores.of(SQLiteStore(path)),
+        [order_template(Ledger(tmp_path / "l.db"), Script())],
+        clock=Clock(),
+    ) as rt:
+        tid = rt.start(alice, "order", slots={"item": "tea"}).task.id
+        rt.fill(alice, tid, {"size": "M"})
+        rt.fill(alice, tid, {"note": "x" * 3000})  # a delta that overflowed a WITHOUT ROWID page
+        _, before = rt.history(alice, tid)
+        state = rt.task(alice, tid).to_dict()
+    assert (
+        "WITHOUT ROWID"
+        in query(f"sqlite:///{path}", "SELECT sql FROM sqlite_master WHERE name = 'journal'")[0][0]
+    )
+    monkeypatch.setattr(migrations, "steps", real)
+
+    with Runtime(
+        Stores.of(SQLiteStore(path)), [order_template(Ledger(tmp_path / "l.db"), Script())]
+    ) as rt:
+        assert rt.schema_status(Scope.admin("test")).current == 4  # type: ignore[union-attr]
+        _, after = rt.history(alice, tid)
+        assert [e.to_dict() for e in after] == [e.to_dict() for e in before]
+        assert rt.replay(alice, tid).to_dict() == state
+    (sql,) = query(f"sqlite:///{path}", "SELECT sql FROM sqlite_master WHERE name = 'journal'")[0]
+    assert "WITHOUT ROWID" not in sql
+    indexes = query(
+        f"sqlite:///{path}",
+        "SELECT name FROM sqlite_master WHERE tbl_name = 'journal' AND type = 'index'",
+    )
+    assert [r[0] for r in indexes] == ["journal_by_task"]
