@@ -50,6 +50,11 @@ class Extraction:
     values: dict[str, Any] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     correction: bool = False
+    sources: dict[str, str] = field(default_factory=dict)
+    """How each value was found: "pattern", "cue", "loose" (a date, choice or amount nobody
+    introduced), "number" (a bare number for the slot asked) or "rest" (what was left of the
+    utterance, taken as the answer to the slot asked). Routing weighs them: "rest" is the
+    weakest evidence that a message belongs to a task."""
 
 
 # --- vocabulary ------------------------------------------------------------------------------
@@ -319,6 +324,7 @@ class _Candidate:
     end: int
     negated: bool
     loose: bool = False
+    source: str = "cue"
 
 
 @dataclass
@@ -367,9 +373,19 @@ class _Reader:
         head = self.folded[max(0, start - 24) : start]
         return bool(_NEGATION.search(head))
 
-    def add(self, slot: Slot, value: Any, start: int, end: int, *, loose: bool = False) -> None:
+    def add(
+        self,
+        slot: Slot,
+        value: Any,
+        start: int,
+        end: int,
+        *,
+        loose: bool = False,
+        source: str = "cue",
+    ) -> None:
+        source = "loose" if loose else source
         self.cands[slot.name].append(
-            _Candidate(value, start, end, self.negated(start), loose=loose)
+            _Candidate(value, start, end, self.negated(start), loose=loose, source=source)
         )
 
     def next_stop(self, pos: int, *, free: bool = False) -> int:
@@ -407,7 +423,7 @@ class _Reader:
                             continue
                     if overlaps(m.start(), m.end(), self.claims):
                         continue
-                    self.add(slot, value, m.start(), m.end())
+                    self.add(slot, value, m.start(), m.end(), source="pattern")
                     self.claim(m.start(), m.end())
                     self.anchors += 1
                     found = True
@@ -594,7 +610,7 @@ class _Reader:
         if kind in ("amount", "number"):
             for n in self.numbers:
                 if not overlaps(n.start, n.end, self.taken()):
-                    self.add(slot, n.value, n.start, n.end)
+                    self.add(slot, n.value, n.start, n.end, source="number")
             if self.cands[slot.name]:
                 return
         if is_yes(self.text, strict=True) or control_word(self.text) or is_question(self.text):
@@ -609,13 +625,15 @@ class _Reader:
                     self.errors[slot.name] = f"{', '.join(pieces)!r} does not look like {what}"
                     return
         if kind == "text":
-            self.cands[slot.name].append(_Candidate(max(pieces, key=len), 0, 0, False))
+            self.cands[slot.name].append(
+                _Candidate(max(pieces, key=len), 0, 0, False, source="rest")
+            )
             return
         piece = pieces[-1] if self.correction else pieces[0]
         if kind == "choice":
             value = _choice_prefix(slot, piece)
             if value is not None:
-                self.cands[slot.name].append(_Candidate(value, 0, 0, False))
+                self.cands[slot.name].append(_Candidate(value, 0, 0, False, source="rest"))
             else:
                 self.errors[slot.name] = _reason(slot, piece)
             return
@@ -629,7 +647,7 @@ class _Reader:
         if problem:
             self.errors[slot.name] = problem
             return
-        self.cands[slot.name].append(_Candidate(piece, 0, 0, False))
+        self.cands[slot.name].append(_Candidate(piece, 0, 0, False, source="rest"))
 
     def guard(self) -> None:
         """A question that no cue or choice ties to this task keeps its loose dates and
@@ -663,6 +681,7 @@ class _Reader:
                 out.errors[slot.name] = exc.reason
             else:
                 out.errors.pop(slot.name, None)
+                out.sources[slot.name] = chosen.source
         return out
 
 
