@@ -64,12 +64,15 @@ def turn_view(
     language: str,
     state: TaskState | None,
     actions: Sequence[Action],
+    why: str = "",
 ) -> JSON:
-    """One conversational turn: the reply, the task it touched, the actions that moved."""
+    """One conversational turn: the reply, the task it touched, the actions that moved, and
+    why the message went to that task."""
     return {
         "session_id": session_id,
         "reply": reply,
         "language": language,
         "task": None if state is None else task_view(state.task),
         "actions": [action_view(a) for a in actions],
+        "why": why,
     }

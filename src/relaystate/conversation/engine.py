@@ -17,16 +17,16 @@ from typing import Any
 from ..edits import Cancel, Confirm, Edit, Fill, Resume, Start
 from ..errors import InvalidSlot, TaskLocked, TemplateError
 from ..llm import Model, RouteCandidate, RuleModel, SlotSpec
-from ..model import Action, TaskState, TaskStatus
-from ..next_step import AskConfirmation, AskSlot
+from ..model import Action, TaskState
+from ..next_step import AskConfirmation, AskSlot, NextStep
 from ..runtime import Runtime
 from ..scope import Scope, checked
 from ..templates import TaskTemplate
 from ..turns import PendingTurn, ReplyContext, TurnResult
 from ..views import turn_view
-from . import replies
+from . import replies, routing
 from .clock import today
-from .extract import extract
+from .extract import Extraction, extract
 from .intents import control_word, detect_language, is_no, is_yes
 
 
@@ -39,6 +39,8 @@ class Turn:
     language: str
     state: TaskState | None = None
     actions: list[Action] = field(default_factory=list)
+    why: str = ""
+    """Why the message went to this Task (or to none): the routing evidence, for people."""
 
     def to_dict(self) -> dict[str, Any]:
         return turn_view(
@@ -47,6 +49,7 @@ class Turn:
             language=self.language,
             state=self.state,
             actions=self.actions,
+            why=self.why,
         )
 
 
@@ -74,8 +77,9 @@ class Conversation:
         pending = self.runtime.begin_turn(scope, session_id, text)
         lang = language or _language(text, pending.stored_language)
         pending.session.language = lang
-        result = _Turn(self, pending, lang).route(task_id)
-        return Turn(result.session.id, result.reply, lang, result.state, result.actions)
+        turn = _Turn(self, pending, lang)
+        result = turn.route(task_id)
+        return Turn(result.session.id, result.reply, lang, result.state, result.actions, turn.why)
 
 
 _SHORT_ENGLISH = {"yes", "no", "ok", "okay", "yeah", "yep", "nope", "sure", "hi", "hello"}
@@ -101,34 +105,94 @@ class _Turn:
         self.conv, self.p = conv, pending
         self.text, self.lang = pending.text, lang
         self.today = today(pending.session.timezone)
+        self.why = ""
 
     # -- routing ---------------------------------------------------------------------------
     def route(self, task_id: str | None) -> TurnResult:
         if task_id is not None:
+            self.why = "the Task was named explicitly"
             return self._continue(self.p.task(task_id))
         picked = self._picked()
         if picked is not None:
-            return self._welcome(picked)
+            return picked
         control = control_word(self.text)
         here = self.p.open_here
         if control == "cancel" and here:
+            self.why = "a cancel word, for the most recent open Task here"
             return self._cancel(here[0])
         if control == "pause" and here:
+            self.why = "a pause word"
             title = self.p.template_of(here[0]).title(self.lang)
             return self._say(replies.words(self.lang)["paused"].format(title=title))
         if control == "continue":
+            self.why = "a continue word"
             return self._welcome(here[0]) if here else self._choose()
-        triggered = self._triggered()
-        waiting = next((s for s in here if s.task.status == TaskStatus.WAITING_USER), None)
-        if waiting is not None and (triggered is None or triggered.type == waiting.task.type):
-            return self._continue(waiting)
-        if triggered is not None:
-            return self._start(triggered)
-        routed = self._ask_model()
-        if routed is not None:
-            return self._start(routed)
-        titles = replies.words(self.lang)["sep"].join(t.title(self.lang) for t in self.p.templates)
-        return self._say(replies.words(self.lang)["help"].format(titles=titles))
+        candidates = routing.rank(
+            self.text,
+            here=here,
+            templates=self.p.templates,
+            template_of=self.p.template_of,
+            next_step=self.p.next_step,
+            language=self.lang,
+            today=self.today,
+        )
+        best, close = routing.decide(candidates)
+        if best is None:
+            self.why = "no Task fits: " + "; ".join(c.explain() for c in candidates[:2])
+            routed = self._ask_model()
+            if routed is not None:
+                self.why = f"the model chose {routed.type}"
+                return self._start(routed)
+            titles = replies.words(self.lang)["sep"].join(
+                t.title(self.lang) for t in self.p.templates
+            )
+            return self._say(replies.words(self.lang)["help"].format(titles=titles))
+        self.why = best.explain()
+        if close is not None:
+            self.why += " | too close to " + close.explain()
+            return self._which(best, close)
+        return self._go(best)
+
+    def _go(self, chosen: routing.Candidate) -> TurnResult:
+        """Act on the chosen candidate: continue an open Task, or start one (unless an open
+        Task of that type elsewhere is the one the user means)."""
+        if chosen.state is not None:
+            if chosen.resume_only:
+                return self._welcome(chosen.state)
+            return self._continue(chosen.state, chosen.extraction, chosen.step)
+        elsewhere = self._open_elsewhere(chosen)
+        if elsewhere is not None:
+            self.why += f" | continues the open {chosen.template.type} {elsewhere.task.id[:8]}"
+            return self._continue(elsewhere)
+        return self._start(chosen.template, chosen.extraction)
+
+    def _open_elsewhere(self, chosen: routing.Candidate) -> TaskState | None:
+        """An open Task of the chosen type from another session that the message does not
+        contradict, unless it asks for another one: resumed rather than duplicated."""
+        if routing.asks_for_another(self.text):
+            return None
+        here = {s.task.id for s in self.p.open_here}
+        for state in self.p.open_tasks(limit=9):
+            if state.task.id in here or state.task.type != chosen.template.type:
+                continue
+            if not routing.contradicts(chosen.template, state, chosen.extraction):
+                return state
+        return None
+
+    def _which(self, first: routing.Candidate, second: routing.Candidate) -> TurnResult:
+        """Two candidates are too close to call: ask, and remember the choice to offer."""
+        self.p.session.context["choices"] = [first.key, second.key]
+        self.p.session.context["choice_text"] = self.text
+        words = replies.words(self.lang)
+        options = [self._option(c) for c in (first, second)]
+        return self._say(words["which"].format(a=options[0], b=options[1]))
+
+    def _option(self, c: routing.Candidate) -> str:
+        words = replies.words(self.lang)
+        if c.state is None:
+            return words["a_new"].format(title=c.template.title(self.lang))
+        summary = replies.summary(c.template, c.state.task, self.lang)
+        return words["your"].format(title=c.template.title(self.lang), summary=summary)
 
     def _triggered(self) -> TaskTemplate | None:
         lowered = self.text.lower()
@@ -145,7 +209,9 @@ class _Turn:
         choice = self.conv.model.route(self.text, candidates, language=self.lang)
         return None if choice is None else self.conv.runtime.templates.get(choice.id)
 
-    def _picked(self) -> TaskState | None:
+    def _picked(self) -> TurnResult | None:
+        """A number answering a list this session offered: that Task, or a new one started
+        from the words that were too close to call."""
         choices = self.p.session.context.get("choices")
         number = re.fullmatch(r"\s*(\d{1,2})\s*[.)）]?\s*", self.text)
         if not choices or number is None:
@@ -153,8 +219,20 @@ class _Turn:
         index = int(number.group(1)) - 1
         if not 0 <= index < len(choices):
             return None
-        self.p.session.context.pop("choices", None)
-        return self.p.task(choices[index])
+        context = self.p.session.context
+        context.pop("choices", None)
+        earlier = str(context.pop("choice_text", "") or "")
+        picked = str(choices[index])
+        self.why = f"picked {index + 1} from the list offered"
+        if picked.startswith("new:"):
+            template = self.conv.runtime.templates[picked.removeprefix("new:")]
+            self.text = earlier or self.text
+            return self._start(template)
+        state = self.p.task(picked)
+        if earlier:
+            self.text = earlier
+            return self._continue(state)
+        return self._welcome(state)
 
     # -- deciding ----------------------------------------------------------------------------
     def _commit(self, edit: Edit | None, phrase: Any) -> TurnResult:
@@ -178,8 +256,9 @@ class _Turn:
             reply = words["invalid"].format(reason=error) + reply
         return prefix + reply
 
-    def _start(self, template: TaskTemplate) -> TurnResult:
-        found = extract(template, self.text, language=self.lang, today=self.today)
+    def _start(self, template: TaskTemplate, found: Extraction | None = None) -> TurnResult:
+        if found is None:
+            found = extract(template, self.text, language=self.lang, today=self.today)
         opening = template.opening_slot
         if opening is not None and opening not in found.values:
             found.values[opening] = template.slot(opening).validate(self.text)
@@ -187,16 +266,22 @@ class _Turn:
         first_error = next(iter(found.errors.values()), None)
         return self._commit(edit, lambda ctx: self._reply(ctx, first_error))
 
-    def _continue(self, state: TaskState) -> TurnResult:
+    def _continue(
+        self,
+        state: TaskState,
+        found: Extraction | None = None,
+        step: NextStep | None = None,
+    ) -> TurnResult:
         task_id = state.task.id
         if not state.task.status.is_open:
             return self._commit(Resume(task_id), self._reply)
         template = self.p.template_of(state)
-        step = self.p.next_step(state)
+        step = step if step is not None else self.p.next_step(state)
         expecting = step.slot if isinstance(step, AskSlot) else None
-        found = extract(
-            template, self.text, language=self.lang, today=self.today, expecting=expecting
-        )
+        if found is None:
+            found = extract(
+                template, self.text, language=self.lang, today=self.today, expecting=expecting
+            )
         if not (found.values or is_yes(self.text) or is_no(self.text)):
             found.values.update(self._model_values(template))  # rules found nothing
             for name in found.values:

@@ -41,6 +41,9 @@ _WORDS = {
         "cannot": "Sorry, that cannot be changed now: {reason}.",
         "confirmation": "your confirmation",
         "change_what": "OK, what would you like to change? ",
+        "which": "Do you mean {a}, or {b}? (1/2)",
+        "a_new": "a new {title}",
+        "your": "your {title}{summary}",
         "sep": ", ",
     },
     "zh": {
@@ -63,6 +66,9 @@ _WORDS = {
         "cannot": "抱歉，现在无法修改：{reason}。",
         "confirmation": "您的确认",
         "change_what": "好的，请问要修改哪一项？",
+        "which": "您是指{a}，还是{b}？（请回复 1 或 2）",
+        "a_new": "新的{title}",
+        "your": "您的{title}{summary}",
         "sep": "，",
     },
 }
@@ -122,7 +128,7 @@ def welcome(template: TaskTemplate, state: TaskState, step: NextStep, language: 
         return reply_for(template, state, step, language)
     return w["welcome"].format(
         title=template.title(language),
-        summary=_summary(template, task, language),
+        summary=summary(template, task, language),
         what=waiting_for(template, task, step, language),
     ) + reply_for(template, state, step, language)
 
@@ -133,7 +139,7 @@ def choose(items: list[tuple[TaskTemplate, TaskState, NextStep]], language: str)
         w["item"].format(
             i=i,
             title=template.title(language),
-            summary=_summary(template, state.task, language),
+            summary=summary(template, state.task, language),
             what=waiting_for(template, state.task, step, language),
         )
         for i, (template, state, step) in enumerate(items, 1)
@@ -141,7 +147,7 @@ def choose(items: list[tuple[TaskTemplate, TaskState, NextStep]], language: str)
     return w["choose"].format(n=len(items), items=listed)
 
 
-def _summary(template: TaskTemplate, task: Task, language: str) -> str:
+def summary(template: TaskTemplate, task: Task, language: str) -> str:
     filled = values(template, task, language)
     if not filled:
         return ""

@@ -1,0 +1,307 @@
+"""Which Task a message belongs to, by evidence, state first.
+
+Every open Task of the session is a candidate, and so is a new Task of every template.
+Each gets a score from what the message says about it:
+
+* a Task waiting for an answer: the message fills the slot it asked for (a value found by a
+  pattern, a cue, a date, a choice or an amount is strong evidence; the bare rest of the
+  message is weaker), answers its confirmation (yes/no), changes one of its slots, or names
+  it (its title, its trigger words, one of its identifying values such as an order number);
+  waiting gives it a head start: an answer is not taken for a new request;
+* a new Task: its trigger words, a request ("I want", "帮我"), the slot values the message
+  carries for it ("a ticket to Osaka for the 3rd"); an open Task of the same type already
+  here takes precedence unless the message asks for another one.
+
+The best candidate wins when it is clearly ahead; when two are close the engine asks which.
+Every candidate keeps the reasons of its score, so a Turn can say why it went where it went.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+
+from ..model import TaskState, TaskStatus
+from ..next_step import AskConfirmation, AskSlot, NextStep
+from ..templates import TaskTemplate
+from .extract import Extraction, extract
+from .intents import is_correction, is_no, is_yes
+from .text import fold, phrases
+
+MIN_SCORE = 1.5
+"""Below this nothing is said about any task: the engine offers what it can do."""
+CLOSE = 0.75
+"""Two candidates closer than this (and different) are asked about, not guessed."""
+STRONG = frozenset({"pattern", "cue", "loose", "number"})
+"""How a value was found when the message plainly says it (not just its leftover words)."""
+
+_REQUEST = phrases(
+    [
+        "want",
+        "wanna",
+        "i'd like",
+        "would like",
+        "need",
+        "can you",
+        "could you",
+        "can i",
+        "please",
+        "help me",
+        "get me",
+        "let me",
+        "i'd love",
+        "book",
+        "我要",
+        "我想",
+        "想要",
+        "帮我",
+        "给我",
+        "麻烦",
+        "请",
+        "需要",
+        "能不能",
+        "可以帮",
+        "申请",
+        "办理",
+    ]
+)
+_ANOTHER = phrases(
+    [
+        "another",
+        "a new",
+        "new one",
+        "one more",
+        "a second",
+        "also",
+        "as well",
+        "too",
+        "different",
+        "再",
+        "又",
+        "另",
+        "另外",
+        "新的",
+        "还要",
+        "还想",
+        "也要",
+        "也想",
+    ]
+)
+
+
+@dataclass
+class Candidate:
+    """One place a message could go, with its score and the reasons for it."""
+
+    template: TaskTemplate
+    state: TaskState | None
+    """The open Task, or None for a new Task of ``template``."""
+    extraction: Extraction
+    step: NextStep | None = None
+    score: float = 0.0
+    reasons: list[str] = field(default_factory=list)
+    resume_only: bool = False
+    """The message names this Task but says nothing new for it: go back to it."""
+
+    @property
+    def key(self) -> str:
+        return self.state.task.id if self.state is not None else f"new:{self.template.type}"
+
+    def add(self, points: float, why: str) -> None:
+        self.score += points
+        self.reasons.append(f"{why} ({points:+g})")
+
+    def explain(self) -> str:
+        what = (
+            f"open {self.template.type} {self.state.task.id[:8]}"
+            if self.state is not None
+            else f"new {self.template.type}"
+        )
+        return f"{what}: score {self.score:g}: " + "; ".join(self.reasons)
+
+
+def rank(
+    text: str,
+    *,
+    here: Sequence[TaskState],
+    templates: Sequence[TaskTemplate],
+    template_of: object,
+    next_step: object,
+    language: str,
+    today: date,
+) -> list[Candidate]:
+    """Every candidate for ``text``, best first (``template_of``/``next_step`` as the
+    runtime's, for the open Tasks ``here``)."""
+    folded = fold(text)
+    out: list[Candidate] = []
+    open_of: dict[str, list[TaskState]] = {}
+    others = {t.type: names(t, folded) for t in templates}
+    for state in here:
+        template = template_of(state)  # type: ignore[operator]
+        open_of.setdefault(template.type, []).append(state)
+        elsewhere = any(v for k, v in others.items() if k != template.type)
+        out.append(
+            _score_open(text, folded, state, template, next_step, language, today, elsewhere)
+        )
+    another = bool(_ANOTHER.search(folded))
+    for template in templates:
+        out.append(_score_new(text, folded, template, open_of, another, language, today))
+    out.sort(key=lambda c: c.score, reverse=True)
+    return out
+
+
+def decide(candidates: Sequence[Candidate]) -> tuple[Candidate | None, Candidate | None]:
+    """The winner, or None when nothing scores enough; and a runner-up too close to call."""
+    if not candidates or candidates[0].score < MIN_SCORE:
+        return None, None
+    best = candidates[0]
+    close = next(
+        (
+            c
+            for c in candidates[1:]
+            if c.score >= MIN_SCORE and best.score - c.score < CLOSE and c.key != best.key
+        ),
+        None,
+    )
+    return best, close
+
+
+def names(template: TaskTemplate, folded: str) -> list[str]:
+    """The words of ``folded`` that name ``template`` (its titles and trigger words)."""
+    words = [*template.titles.values(), *(w for ws in template.triggers.values() for w in ws)]
+    found = []
+    for word in sorted({fold(w) for w in words if w}, key=len, reverse=True):
+        if _contains(folded, word):
+            found.append(word)
+    return found
+
+
+def _contains(folded: str, word: str) -> bool:
+    if word.isascii():
+        return re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])", folded) is not None
+    return word in folded
+
+
+def _score_open(
+    text: str,
+    folded: str,
+    state: TaskState,
+    template: TaskTemplate,
+    next_step: object,
+    language: str,
+    today: date,
+    names_another: bool,
+) -> Candidate:
+    step = next_step(state)  # type: ignore[operator]
+    expecting = step.slot if isinstance(step, AskSlot) else None
+    found = extract(template, text, language=language, today=today, expecting=expecting)
+    c = Candidate(template, state, found, step)
+    task = state.task
+    named = names(template, folded)
+    if task.status == TaskStatus.WAITING_USER:
+        c.add(1.0, "waits for the user")
+    if named:
+        c.add(2.0, f"named ({', '.join(named)})")
+    correcting = is_correction(text)
+    news = 0  # values the Task does not hold yet
+    for slot_name, value in found.values.items():
+        source = found.sources.get(slot_name, "cue")
+        current = task.slots.get(slot_name)
+        if slot_name == expecting:
+            news += 1
+            if source in STRONG:
+                c.add(3.0, f"answers {slot_name}")
+            elif _only_names(found, slot_name, named):
+                c.resume_only = True
+            else:
+                c.add(
+                    2.0 if template.slot(slot_name).kind == "text" else 1.5,
+                    f"answers {slot_name} (rest of the message)",
+                )
+            continue
+        if source not in STRONG:
+            continue
+        if current is None:
+            news += 1
+            c.add(1.5, f"gives {slot_name}")
+        elif current == value:
+            c.add(1.5, f"mentions its {slot_name}")
+        elif template.slot(slot_name).pattern is not None and not correcting:
+            c.add(-3.0, f"another {slot_name} than its own")
+        else:
+            news += 1
+            c.add(2.5, f"changes {slot_name}")
+    failed = expecting is not None and expecting not in found.values and expecting in found.errors
+    if failed and not named and not names_another:
+        c.add(1.0, f"answers {expecting}, with a value it cannot take")
+    if isinstance(step, AskConfirmation) and (is_yes(text) or is_no(text)):
+        c.add(3.0, "answers its confirmation")
+    if named and not news and not isinstance(step, AskConfirmation):
+        c.resume_only = True  # "my refund please", "refund for ORD-10001" (its own order)
+    return c
+
+
+def _only_names(found: Extraction, slot_name: str, named: Sequence[str]) -> bool:
+    """Whether the leftover words taken as an answer only name the task ("my refund please")."""
+    rest = fold(str(found.values[slot_name]))
+    for word in named:
+        rest = rest.replace(word, " ")
+    rest = re.sub(
+        r"(?<![a-z])(?:my|the|a|an|for|please|about|that|this|again|on)(?![a-z])", " ", rest
+    )
+    rest = re.sub(r"[我的那个这个关于请吧呢啊呀了一下]", " ", rest)
+    return not re.sub(r"[\W_]+", "", rest)
+
+
+def _score_new(
+    text: str,
+    folded: str,
+    template: TaskTemplate,
+    open_of: dict[str, list[TaskState]],
+    another: bool,
+    language: str,
+    today: date,
+) -> Candidate:
+    found = extract(template, text, language=language, today=today)
+    c = Candidate(template, None, found)
+    triggered = [w for w in names(template, folded) if w in _triggers(template)]
+    if triggered:
+        c.add(2.0, f"asked for ({', '.join(triggered)})")
+    strong = [n for n, s in found.sources.items() if s in STRONG]
+    evidence = [n for n in strong if found.sources[n] != "loose"]
+    loose = [n for n in strong if found.sources[n] == "loose"]
+    if evidence:
+        c.add(min(len(evidence), 3) * 1.0, f"gives {', '.join(evidence)}")
+    if loose:
+        c.add(0.5 * min(len(loose), 2), f"could use {', '.join(loose)}")
+    if (triggered or evidence) and _REQUEST.search(folded):
+        c.add(0.5, "a request")
+    same = open_of.get(template.type, [])
+    if same and not another and not all(contradicts(template, s, found) for s in same):
+        c.add(-1.0, "one is open already")
+    elif same and (triggered or evidence):
+        c.add(0.5, "another one (asked for, or different values)")
+    elif open_of and another and (triggered or evidence):
+        c.add(0.5, "asks for something more")
+    return c
+
+
+def _triggers(template: TaskTemplate) -> set[str]:
+    return {fold(w) for ws in template.triggers.values() for w in ws}
+
+
+def asks_for_another(text: str) -> bool:
+    """Whether the message asks for another Task of a kind ("another refund", "再订一张")."""
+    return bool(_ANOTHER.search(fold(text)))
+
+
+def contradicts(template: TaskTemplate, state: TaskState, found: Extraction) -> bool:
+    """Whether the message gives an identifying value (a slot with a pattern, such as an
+    order number) or any value that differs from what the open Task holds."""
+    for name, value in found.values.items():
+        current = state.task.slots.get(name)
+        if current is not None and current != value and found.sources.get(name) in STRONG:
+            return True
+    return False
