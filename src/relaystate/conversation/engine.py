@@ -280,7 +280,12 @@ class _Turn:
         expecting = step.slot if isinstance(step, AskSlot) else None
         if found is None:
             found = extract(
-                template, self.text, language=self.lang, today=self.today, expecting=expecting
+                template,
+                self.text,
+                language=self.lang,
+                today=self.today,
+                expecting=expecting,
+                confirming=isinstance(step, AskConfirmation),
             )
         if not (found.values or is_yes(self.text) or is_no(self.text)):
             found.values.update(self._model_values(template))  # rules found nothing

@@ -343,8 +343,10 @@ class _Reader:
         today: date,
         expecting: str | None,
         correction: bool,
+        confirming: bool = False,
     ) -> None:
         self.template = template
+        self.confirming = confirming
         self.text = text
         self.folded = fold(text)
         self.plain = fold(text, lower=False)
@@ -574,6 +576,12 @@ class _Reader:
             for item in self.items:
                 if item.kind == "money" and not item.used:
                     self.add(money[0], item.value, item.start, item.end, loose=True)
+        numeric = [s for s in self.template.slots if self.kinds[s.name] in ("amount", "number")]
+        if self.confirming and len(numeric) == 1 and not self.cands[numeric[0].name]:
+            # A bare number at the confirmation changes the one slot it fits ("150").
+            for n in self.numbers:
+                if not overlaps(n.start, n.end, self.taken()):
+                    self.add(numeric[0], n.value, n.start, n.end, source="number")
         for slot in date_slots:
             bad = [i for i in self.items if i.kind == "date" and i.value is None and not i.used]
             if not self.cands[slot.name] and bad and bad[0].reason:
@@ -606,6 +614,8 @@ class _Reader:
         slot = self.expecting
         if slot is None or self.cands[slot.name] or slot.name in self.errors:
             return
+        if self.correction and any(self.cands[n] for n in self.cands if n != slot.name):
+            return  # "有点贵，换成经济舱吧": its other words are comment, not this answer
         kind = self.kinds[slot.name]
         if kind in ("amount", "number"):
             for n in self.numbers:
@@ -923,16 +933,23 @@ def extract(
     language: str | None = None,
     today: date,
     expecting: str | None = None,
+    confirming: bool = False,
 ) -> Extraction:
     """Read ``text`` (one user utterance) for ``template``'s slots.
 
     ``today`` resolves relative dates (see :func:`relaystate.conversation.clock.now`);
     ``expecting`` names the slot the task just asked for, so a bare answer ("上海", "Li Lei")
-    fills it. ``language`` ("zh"/"en") is accepted as a hint only: both languages are always
-    read, since people mix them ("从Beijing到Shanghai", "book 商务舱").
+    fills it; ``confirming`` (the task asked for a confirmation) lets a bare number change the
+    one number slot ("150"). ``language`` ("zh"/"en") is accepted as a hint only: both
+    languages are always read, since people mix them ("从Beijing到Shanghai", "book 商务舱").
     """
     reader = _Reader(
-        template, text, today=today, expecting=expecting, correction=is_correction(text)
+        template,
+        text,
+        today=today,
+        expecting=expecting,
+        correction=is_correction(text),
+        confirming=confirming,
     )
     reader.patterns()
     reader.dates()

@@ -196,7 +196,15 @@ def _score_open(
 ) -> Candidate:
     step = next_step(state)  # type: ignore[operator]
     expecting = step.slot if isinstance(step, AskSlot) else None
-    found = extract(template, text, language=language, today=today, expecting=expecting)
+    confirming = isinstance(step, AskConfirmation)
+    found = extract(
+        template,
+        text,
+        language=language,
+        today=today,
+        expecting=expecting,
+        confirming=confirming,
+    )
     c = Candidate(template, state, found, step)
     task = state.task
     named = names(template, folded)
