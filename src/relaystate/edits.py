@@ -151,10 +151,18 @@ def _cancel(draft: TaskState, template: TaskTemplate) -> bool:
     _require_open(draft)
     for action in draft.actions:
         if action.status.is_open:
-            raise TaskLocked(f"{action.name} is {action.status}; cancel after it settles")
+            raise TaskLocked(
+                f"{action.name} is {action.status}; cancel after it settles",
+                code="running",
+                action=action.name,
+            )
         spec = template.spec(action.name.removesuffix(".compensate"))
         if action.status == ActionStatus.SUCCESS and spec.side_effect:
-            raise TaskLocked(f"{action.name} already took effect; it cannot be cancelled")
+            raise TaskLocked(
+                f"{action.name} already took effect; it cannot be cancelled",
+                code="took_effect",
+                action=action.name,
+            )
     draft.task.status = TaskStatus.CANCELLED
     return True
 
@@ -165,7 +173,11 @@ def _resolve(draft: TaskState, seq: int, succeeded: bool, output: JSON, by: str)
     except KeyError:
         raise NotFound(f"task {draft.task.id} has no action {seq}") from None
     if action.status not in (ActionStatus.UNKNOWN, ActionStatus.FAILED):
-        raise TaskLocked(f"{action.name} is {action.status}; nothing to resolve")
+        raise TaskLocked(
+            f"{action.name} is {action.status}; nothing to resolve",
+            code="settled",
+            action=action.name,
+        )
     action.status = ActionStatus.SUCCESS if succeeded else ActionStatus.FAILED
     action.output = output if succeeded else action.output
     action.error = None if succeeded else (action.error or f"resolved as failed by {by}")
@@ -179,7 +191,11 @@ def _require_no_effect(state: TaskState, template: TaskTemplate, why: str) -> No
     """Refuse a change of mind once a side effect is recorded (it may have happened)."""
     for action in state.actions:
         if action.kind == ActionKind.STEP and template.spec(action.name).side_effect:
-            raise TaskLocked(f"task {state.task.id} has recorded {action.name}: {why}")
+            raise TaskLocked(
+                f"task {state.task.id} has recorded {action.name}: {why}",
+                code="effect",
+                action=action.name,
+            )
 
 
 def _change_of_mind(state: TaskState, template: TaskTemplate, why: str) -> None:
@@ -191,7 +207,11 @@ def _change_of_mind(state: TaskState, template: TaskTemplate, why: str) -> None:
     _require_no_effect(state, template, why)
     for action in state.actions:
         if action.status == ActionStatus.RUNNING:
-            raise TaskLocked(f"{action.name} is running; change it after it settles")
+            raise TaskLocked(
+                f"{action.name} is running; change it after it settles",
+                code="running",
+                action=action.name,
+            )
     state.task.confirmed = False
     state.task.stage = first_stage(template, state)
     for action in state.actions:  # read-only look-ups: safe to run again on new values
@@ -202,4 +222,4 @@ def _change_of_mind(state: TaskState, template: TaskTemplate, why: str) -> None:
 
 def _require_open(state: TaskState) -> None:
     if not state.task.status.is_open:
-        raise TaskLocked(f"task {state.task.id} is {state.task.status}")
+        raise TaskLocked(f"task {state.task.id} is {state.task.status}", code="finished")

@@ -27,7 +27,8 @@ class DuplicateKey(RelaystateError):
 
 
 class InvalidSlot(RelaystateError):
-    """A slot value failed validation; ``reason`` says why, for asking again."""
+    """A slot value failed validation; ``reason`` says why, for asking again (a
+    :class:`~relaystate.problems.Problem` where the code knows what kind of problem)."""
 
     def __init__(self, slot: str, reason: str) -> None:
         self.slot = slot
@@ -36,7 +37,17 @@ class InvalidSlot(RelaystateError):
 
 
 class TaskLocked(RelaystateError):
-    """The task can no longer take this change (actions ran, or it is finished)."""
+    """The task can no longer take this change (actions ran, or it is finished).
+
+    ``code`` says why, for a reply in the user's language: "finished", "effect" (a side
+    effect is recorded: slots and confirmation are locked), "running" (an action is in
+    flight), "took_effect" (too late to cancel), "settled" (nothing to resolve).
+    """
+
+    def __init__(self, message: str, *, code: str = "locked", action: str | None = None) -> None:
+        self.code = code
+        self.action = action
+        super().__init__(message)
 
 
 class TemplateError(RelaystateError):

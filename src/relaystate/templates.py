@@ -11,10 +11,16 @@ from typing import Any, overload
 from .errors import InvalidSlot, TemplateError
 from .model import Task
 from .next_step import AskConfirmation, AskSlot, NextStep, WaitUser
+from .problems import Problem, custom
 from .retry import Retry
 from .spec import ActionFn, ActionSpec, InputFn
 
 SLOT_KINDS = ("text", "choice", "date", "number")
+_ZH_WEEKDAYS = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
+
+
+def _has_cjk(text: str) -> bool:
+    return any("\u3400" <= ch <= "\u9fff" for ch in text)
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,9 @@ class Slot:
     #: Language -> words that introduce this slot's value: {"en": ["from"], "zh": ["从"]}.
     #: "{}" marks where the value goes when it comes before the word: "{}出发".
     cues: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: Language -> value -> what to call it: {"zh": {"economy": "经济舱"}}. Without it a
+    #: Chinese reply shows a choice by its first Chinese synonym.
+    value_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.choices and self.kind == "text":
@@ -58,15 +67,40 @@ class Slot:
             return self.ask["en"]
         return f"What is the {self.name.replace('_', ' ')}?"
 
+    def display(self, value: Any, language: str = "en") -> str:
+        """A stored value as a person reads it in ``language``: a choice by its label there,
+        a date with its weekday."""
+        if value is None:
+            return ""
+        text = str(value)
+        declared = self.value_labels.get(language, {})
+        if text in declared:
+            return declared[text]
+        if self.kind == "choice" and language == "zh":
+            native = [s for s, c in self.synonyms.items() if c == text and _has_cjk(s)]
+            if native:
+                return native[0]
+        if self.kind == "date":
+            try:
+                day = date.fromisoformat(text)
+            except ValueError:
+                return text
+            if language == "zh":
+                return f"{day.year}年{day.month}月{day.day}日（{_ZH_WEEKDAYS[day.weekday()]}）"
+            return f"{day:%A} {day.day} {day:%B} {day.year}"
+        return text
+
     def validate(self, value: Any) -> Any:
         """Normalise ``value`` to plain JSON, or raise InvalidSlot saying why not."""
         if value is None or (isinstance(value, str) and not value.strip()):
-            raise InvalidSlot(self.name, "a value is required")
+            raise InvalidSlot(self.name, Problem("required", "a value is required"))
         if self.parser is not None:
+            given = value
             try:
                 value = self.parser(value)
             except (ValueError, TypeError) as exc:
-                raise InvalidSlot(self.name, str(exc) or "not understood") from None
+                reason = custom(str(exc) or "not understood", value=given)
+                raise InvalidSlot(self.name, reason) from None
         if self.kind == "choice":
             value = self._choice(value)
         elif self.kind == "date":
@@ -76,7 +110,8 @@ class Slot:
         elif isinstance(value, str):
             value = value.strip()
         if self.pattern is not None and not re.fullmatch(self.pattern, str(value)):
-            raise InvalidSlot(self.name, f"{value!r} does not match the expected form")
+            reason = Problem("form", f"{value!r} does not match the expected form", value=value)
+            raise InvalidSlot(self.name, reason)
         return value
 
     def _choice(self, value: Any) -> str:
@@ -88,7 +123,13 @@ class Slot:
         for synonym, choice in self.synonyms.items():
             if synonym.lower() == text:
                 return choice
-        raise InvalidSlot(self.name, f"{value!r} is not one of {', '.join(self.choices)}")
+        reason = Problem(
+            "choice",
+            f"{value!r} is not one of {', '.join(self.choices)}",
+            value=value,
+            options=self.choices,
+        )
+        raise InvalidSlot(self.name, reason)
 
     def _date(self, value: Any) -> str:
         if isinstance(value, datetime):
@@ -98,17 +139,21 @@ class Slot:
         try:
             return date.fromisoformat(str(value).strip()).isoformat()
         except ValueError:
-            raise InvalidSlot(self.name, f"{value!r} is not a date (YYYY-MM-DD)") from None
+            reason = Problem("date", f"{value!r} is not a date (YYYY-MM-DD)", value=value)
+            raise InvalidSlot(self.name, reason) from None
 
     def _number(self, value: Any) -> int | float:
         if isinstance(value, bool):
-            raise InvalidSlot(self.name, f"{value!r} is not a number")
+            raise InvalidSlot(
+                self.name, Problem("number", f"{value!r} is not a number", value=value)
+            )
         if isinstance(value, int | float):
             return value
         try:
             number = float(str(value).strip())
         except ValueError:
-            raise InvalidSlot(self.name, f"{value!r} is not a number") from None
+            reason = Problem("number", f"{value!r} is not a number", value=value)
+            raise InvalidSlot(self.name, reason) from None
         return int(number) if number.is_integer() else number
 
 

@@ -243,17 +243,29 @@ class _Turn:
     def _say(self, text: str) -> TurnResult:
         return self._commit(None, lambda ctx: text)
 
-    def _reply(self, ctx: ReplyContext, error: str | None = None, prefix: str = "") -> str:
-        """The reply from the state the turn left: its next question, or what happened."""
+    def _reply(
+        self,
+        ctx: ReplyContext,
+        error: tuple[str, str] | None = None,
+        prefix: str = "",
+    ) -> str:
+        """The reply from the state the turn left: its next question, or what happened.
+        ``error`` is (slot, why its value was refused), said first."""
         words = replies.words(self.lang)
-        if isinstance(ctx.error, TaskLocked):
-            return words["cannot"].format(reason=str(ctx.error))
-        if isinstance(ctx.error, InvalidSlot):
-            error = ctx.error.reason
         assert ctx.state is not None and ctx.step is not None
-        reply = replies.reply_for(self.p.template_of(ctx.state), ctx.state, ctx.step, self.lang)
+        template = self.p.template_of(ctx.state)
+        if isinstance(ctx.error, TaskLocked):
+            why = replies.locked(
+                ctx.error.code, template, ctx.state.task, ctx.error.action, self.lang
+            )
+            return words["cannot"].format(reason=why)
+        if isinstance(ctx.error, InvalidSlot):
+            error = (ctx.error.slot, ctx.error.reason)
+        reply = replies.reply_for(template, ctx.state, ctx.step, self.lang)
         if error:
-            reply = words["invalid"].format(reason=error) + reply
+            slot = next((s for s in template.slots if s.name == error[0]), None)
+            why = replies.problem(error[1], slot, self.lang)
+            reply = words["invalid"].format(reason=why) + reply
         return prefix + reply
 
     def _start(self, template: TaskTemplate, found: Extraction | None = None) -> TurnResult:
@@ -263,7 +275,7 @@ class _Turn:
         if opening is not None and opening not in found.values:
             found.values[opening] = template.slot(opening).validate(self.text)
         edit = Start(template.type, found.values, session_id=self.p.session.id)
-        first_error = next(iter(found.errors.values()), None)
+        first_error = next(iter(found.errors.items()), None)
         return self._commit(edit, lambda ctx: self._reply(ctx, first_error))
 
     def _continue(
@@ -300,7 +312,7 @@ class _Turn:
         elif isinstance(step, AskConfirmation) and is_no(self.text):
             edit = Confirm(task_id, False)
             prefix = replies.words(self.lang)["change_what"]
-        error = next(iter(found.errors.values()), None)
+        error = next(iter(found.errors.items()), None)
         return self._commit(edit, lambda ctx: self._reply(ctx, error, prefix))
 
     def _model_values(self, template: TaskTemplate) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from datetime import date
 from typing import Any
 
 from ..errors import InvalidSlot, TemplateError
+from ..problems import Problem
 from ..templates import Slot, TaskTemplate
 from .dates import DateCandidate, scan_dates
 from .intents import control_word, is_correction, is_question, is_yes
@@ -585,7 +586,9 @@ class _Reader:
         for slot in date_slots:
             bad = [i for i in self.items if i.kind == "date" and i.value is None and not i.used]
             if not self.cands[slot.name] and bad and bad[0].reason:
-                self.errors[slot.name] = bad[0].reason
+                self.errors[slot.name] = Problem(
+                    "invalid_date", bad[0].reason, value=self.text[bad[0].start : bad[0].end]
+                )
                 break
 
     def masked(self) -> str:
@@ -632,7 +635,12 @@ class _Reader:
             for other in pieces:
                 if _FALLBACK_STOP.search(fold(other)):
                     what = "a place" if kind == "place" else "a name"
-                    self.errors[slot.name] = f"{', '.join(pieces)!r} does not look like {what}"
+                    given = ", ".join(pieces)
+                    self.errors[slot.name] = Problem(
+                        "place" if kind == "place" else "name",
+                        f"{given!r} does not look like {what}",
+                        value=given,
+                    )
                     return
         if kind == "text":
             self.cands[slot.name].append(
@@ -648,10 +656,12 @@ class _Reader:
                 self.errors[slot.name] = _reason(slot, piece)
             return
         if kind == "date":
-            self.errors[slot.name] = f"{piece!r} is not a date I understand"
+            self.errors[slot.name] = Problem(
+                "date", f"{piece!r} is not a date I understand", value=piece
+            )
             return
         if kind in ("amount", "number"):
-            self.errors[slot.name] = f"{piece!r} is not a number"
+            self.errors[slot.name] = Problem("number", f"{piece!r} is not a number", value=piece)
             return
         problem = _shape_problem(piece, kind) if slot.pattern is None else None
         if problem:
@@ -681,8 +691,13 @@ class _Reader:
             distinct = {repr(c.value): c.value for c in kept}
             if len(distinct) > 1 and not self.correction:
                 # "economy or business?", "明天或者后天": ask rather than guess.
-                shown = ", ".join(str(v) for v in list(distinct.values())[:3])
-                out.errors[slot.name] = f"more than one value given ({shown}); which one?"
+                options = list(distinct.values())[:3]
+                shown = ", ".join(str(v) for v in options)
+                out.errors[slot.name] = Problem(
+                    "ambiguous",
+                    f"more than one value given ({shown}); which one?",
+                    options=options,
+                )
                 continue
             chosen = kept[-1] if self.correction else kept[0]
             try:
@@ -781,20 +796,19 @@ def _reason(slot: Slot, piece: str) -> str:
         slot.validate(piece)
     except InvalidSlot as exc:
         return exc.reason
-    return f"{piece!r} is not understood"
+    return Problem("custom", f"{piece!r} is not understood", value=piece)
 
 
-def _shape_problem(value: str, kind: str) -> str | None:
+def _shape_problem(value: str, kind: str) -> Problem | None:
     folded = fold(value)
     if kind == "place":
-        if any(ch.isdigit() for ch in value) or _FALLBACK_STOP.search(folded):
-            return f"{value!r} does not look like a place"
-        if len(value.split()) > 6 or sum(map(is_cjk, value)) > 12:
-            return f"{value!r} does not look like a place"
+        odd = any(ch.isdigit() for ch in value) or _FALLBACK_STOP.search(folded)
+        if odd or len(value.split()) > 6 or sum(map(is_cjk, value)) > 12:
+            return Problem("place", f"{value!r} does not look like a place", value=value)
     if kind == "person" and (_FALLBACK_STOP.search(folded) or not _looks_like_name(value)):
-        return f"{value!r} does not look like a name"
+        return Problem("name", f"{value!r} does not look like a name", value=value)
     if kind == "order_id" and not re.search(r"\d", value):
-        return f"{value!r} does not look like an order number"
+        return Problem("order", f"{value!r} does not look like an order number", value=value)
     return None
 
 

@@ -17,7 +17,7 @@ from ..next_step import (
     NextStep,
     WaitUser,
 )
-from ..templates import TaskTemplate
+from ..templates import Slot, TaskTemplate
 
 _WORDS = {
     "en": {
@@ -78,12 +78,72 @@ def words(language: str) -> dict[str, str]:
     return _WORDS.get(language, _WORDS["en"])
 
 
+_PROBLEMS_ZH = {
+    "required": "请提供{label}",
+    "form": "“{value}”不是有效的{label}",
+    "choice": "“{value}”不在可选的{label}中（{options}）",
+    "date": "“{value}”不是我能理解的日期",
+    "invalid_date": "“{value}”不是有效的日期",
+    "number": "“{value}”不是数字",
+    "place": "“{value}”看起来不像地名",
+    "name": "“{value}”看起来不像姓名",
+    "order": "“{value}”看起来不像订单号",
+    "ambiguous": "您给出了不止一个{label}（{options}），是哪一个",
+    "unknown": "没有找到{label}“{value}”",
+    "custom": "“{value}”不符合{label}的要求",
+}
+_LOCKED = {
+    "en": {
+        "finished": "your {title} is already {status}",
+        "effect": "{action} has already been sent, so the details are locked",
+        "running": "{action} is being done right now; try again in a moment",
+        "took_effect": "{action} has already taken effect",
+        "settled": "{action} is already settled",
+    },
+    "zh": {
+        "finished": "您的{title}已经{status}",
+        "effect": "{action}已经提交，信息无法再修改",
+        "running": "{action}正在办理中，请稍后再试",
+        "took_effect": "{action}已经生效，无法撤销",
+        "settled": "{action}已经处理完毕",
+    },
+}
+_STATUS_ZH = {"done": "完成", "failed": "失败", "cancelled": "取消"}
+
+
+def problem(reason: str, slot: Slot | None, language: str) -> str:
+    """Why a value was refused, in ``language`` (a Problem says what kind; a bare string is
+    only known in English)."""
+    code = getattr(reason, "code", None)
+    if language != "zh":
+        return str(reason)
+    label = slot.label("zh") if slot is not None else "这个值"
+    value = getattr(reason, "value", None)
+    options = [
+        slot.display(o, "zh") if slot is not None else o for o in getattr(reason, "options", ())
+    ]
+    if code is None or (code == "custom" and value is None):
+        return f"这个{label}不符合要求"
+    return _PROBLEMS_ZH[code].format(label=label, value=value or "", options="、".join(options))
+
+
+def locked(code: str, template: TaskTemplate, task: Task, action: str | None, language: str) -> str:
+    """Why the task cannot take the change, in ``language``."""
+    table = _LOCKED.get(language, _LOCKED["en"])
+    status = str(task.status)
+    if language == "zh":
+        status = _STATUS_ZH.get(status, status)
+    text = table.get(code, table["effect"])
+    what = action.replace("_", " ") if action else template.title(language)
+    return text.format(title=template.title(language), status=status, action=what)
+
+
 def values(template: TaskTemplate, task: Task, language: str) -> str:
     """The filled slots as "label: value" pairs, in template order."""
     w = words(language)
     colon = "：" if language == "zh" else ": "
     return w["sep"].join(
-        f"{s.label(language)}{colon}{task.slots[s.name]}"
+        f"{s.label(language)}{colon}{s.display(task.slots[s.name], language)}"
         for s in template.slots
         if task.slots.get(s.name) is not None
     )
