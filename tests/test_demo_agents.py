@@ -41,18 +41,29 @@ def test_a_refund_looks_up_the_order_then_refunds_once(ledger: Ledger) -> None:
     assert (entry["kind"], entry["effect"]["amount"], entry["requests"]) == ("refund", 120, 1)
 
 
-def test_a_refund_above_the_order_total_fails_with_the_reason(ledger: Ledger) -> None:
+def test_a_refund_above_the_order_total_or_of_an_unknown_order_is_asked_again(
+    ledger: Ledger,
+) -> None:
+    """The look-up refuses the value; the task goes back to asking for it (it does not
+    fail), the journal says why, and nothing reaches the downstream."""
     rt = Runtime(open_store("memory://"), [refund(ledger)])
+    bob = Scope.user("bob")
     slots = {"order_number": "ORD-10002", "reason": "late", "amount": 500}
-    state = rt.confirm(
-        Scope.user("bob"), rt.start(Scope.user("bob"), "refund", slots=slots).task.id
-    )
-    assert state.task.status == TaskStatus.FAILED
-    assert "more than the order total of 49" in state.task.status_text
-    assert ledger.entries() == []
-    unknown = rt.start(Scope.user("bob"), "refund", slots={**slots, "order_number": "ORD-99999"})
-    assert unknown.task.status == TaskStatus.FAILED
-    assert "there is no order ORD-99999" in unknown.task.status_text
+    state = rt.start(bob, "refund", slots=slots)
+    assert state.task.status == TaskStatus.WAITING_USER and "amount" not in state.task.slots
+    assert state.task.missing_slots == ["amount"]
+    assert state.task.context["rejected"]["code"] == "too_large"
+    assert "more than the order total of 49" in state.task.context["rejected"]["reason"]
+    _, journal = rt.history(bob, state.task.id)
+    assert any("refused amount" in e.reason for e in journal)
+    state = rt.fill(bob, state.task.id, {"amount": 40})
+    assert state.task.stage == "confirming" and "rejected" not in state.task.context
+    assert rt.confirm(bob, state.task.id).task.status == TaskStatus.DONE
+    unknown = rt.start(bob, "refund", slots={**slots, "order_number": "ORD-99999"})
+    assert unknown.task.status == TaskStatus.WAITING_USER
+    assert unknown.task.missing_slots == ["order_number"]
+    assert "there is no order ORD-99999" in unknown.task.context["rejected"]["reason"]
+    assert [e["kind"] for e in ledger.entries()] == ["refund"]
 
 
 @pytest.mark.parametrize(

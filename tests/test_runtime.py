@@ -485,3 +485,54 @@ def test_recover_walks_every_page_of_interrupted_tasks(
     second = Runtime(first.stores, first.templates.values(), clock=clock, sleep=clock.sleep)
     report = second.recover(ADMIN, page=2)
     assert report.outcomes == dict.fromkeys(ids, "done") and report.examined == 7
+
+
+def _lookup_template(script: Script) -> Any:
+    """collecting -> checking (a look-up) -> confirming -> executing (pay) -> done."""
+    from relaystate import RejectedInput, Slot, Stage, TaskTemplate, all_required_slots
+    from relaystate import user_confirmed as confirmed
+
+    template = TaskTemplate(
+        "checked",
+        slots=[Slot("code")],
+        stages=[
+            Stage("collecting", exit=all_required_slots),
+            Stage("checking", actions=["lookup"]),
+            Stage("confirming", exit=confirmed),
+            Stage("executing", actions=["pay"]),
+            Stage("done"),
+        ],
+    )
+
+    @template.action
+    def lookup(ctx: ActionContext) -> Any:
+        script.calls.append("lookup")
+        if ctx.input["code"] != "good":
+            raise RejectedInput("code", f"no such code {ctx.input['code']}")
+        return {"ok": True}
+
+    @template.action(side_effect=True, idempotent=True)
+    def pay(ctx: ActionContext) -> Any:
+        script.calls.append("pay")
+        raise RejectedInput("code", "refused after all")
+
+    return template
+
+
+def test_a_refused_value_is_asked_again_and_a_refused_side_effect_fails(
+    store_url: str, script: Script, clock: Clock
+) -> None:
+    rt = Runtime(open_store(store_url), [_lookup_template(script)], clock=clock, sleep=clock.sleep)
+    alice = Scope.user("alice")
+    state = rt.start(alice, "checked", slots={"code": "bad"})
+    assert state.task.status == TaskStatus.WAITING_USER and state.task.slots == {}
+    assert state.task.context["rejected"]["value"] == "bad"
+    assert [a.status for a in state.actions] == [ActionStatus.PENDING]
+    state = rt.fill(alice, state.task.id, {"code": "good"})
+    assert state.task.stage == "confirming" and "rejected" not in state.task.context
+    assert [a.status for a in state.actions] == [ActionStatus.SUCCESS]
+    state = rt.confirm(alice, state.task.id)  # a side effect that refuses: a failure
+    assert state.task.status == TaskStatus.FAILED
+    assert script.calls == ["lookup", "lookup", "pay"]
+    assert rt.replay(alice, state.task.id).to_dict() == state.to_dict()
+    rt.close()

@@ -390,6 +390,8 @@ PUBLIC = (
     "OutcomeUnknown",
     "PendingTurn",
     "PermanentError",
+    "Problem",
+    "RejectedInput",
     "Reconcile",
     "RecoveryReport",
     "RelaystateError",

@@ -49,11 +49,19 @@ if TYPE_CHECKING:
         WaitRetry,
         WaitUser,
     )
+    from .problems import Problem
     from .recovery import RecoveryReport
     from .retry import NO_RETRY, Retry
     from .runtime import Resumption, Runtime
     from .scope import Scope
-    from .spec import ActionContext, ActionSpec, Outcome, OutcomeUnknown, PermanentError
+    from .spec import (
+        ActionContext,
+        ActionSpec,
+        Outcome,
+        OutcomeUnknown,
+        PermanentError,
+        RejectedInput,
+    )
     from .store import Stores, open_store
     from .templates import (
         Condition,
@@ -93,6 +101,8 @@ _WHERE = {
     "OutcomeUnknown": "spec",
     "PendingTurn": "turns",
     "PermanentError": "spec",
+    "Problem": "problems",
+    "RejectedInput": "spec",
     "Reconcile": "next_step",
     "RecoveryReport": "recovery",
     "RelaystateError": "errors",
@@ -157,8 +167,10 @@ __all__ = [
     "OutcomeUnknown",
     "PendingTurn",
     "PermanentError",
+    "Problem",
     "Reconcile",
     "RecoveryReport",
+    "RejectedInput",
     "RelaystateError",
     "ReplyContext",
     "Resolve",

@@ -30,9 +30,17 @@ from typing import Any, Literal
 from . import failpoints
 from .keys import idempotency_key
 from .leases import lease_expired
+from .machine import first_stage
 from .model import Action, ActionKind, ActionStatus, TaskState
 from .next_step import InProgress, NextStep, Reconcile, RunAction
-from .spec import ActionContext, ActionSpec, Outcome, OutcomeUnknown, PermanentError
+from .spec import (
+    ActionContext,
+    ActionSpec,
+    Outcome,
+    OutcomeUnknown,
+    PermanentError,
+    RejectedInput,
+)
 from .templates import TaskTemplate
 
 JSON = Any
@@ -60,11 +68,13 @@ class Claim:
 class Result:
     """What one attempt or check came to; ``kind`` says how to settle the action."""
 
-    kind: Literal["success", "unknown", "retryable", "permanent", "check"]
+    kind: Literal["success", "unknown", "retryable", "permanent", "rejected", "check"]
     output: JSON = None
     error: str | None = None
     outcome: Outcome | None = None
     """For a check: what the downstream said (None: nothing can tell)."""
+    rejected: tuple[str, str] | None = None
+    """For "rejected": the slot whose value the downstream refused, and why."""
 
 
 class ActionRunner:
@@ -221,6 +231,11 @@ class ActionRunner:
             return False  # someone else settled it already
         if result.kind != "success" and action.lease_owner != self.owner:
             return False  # our lease was taken over; the new holder decides
+        if result.kind == "rejected" and result.rejected is not None:
+            if _can_ask_again(draft, self.template_of(draft)):
+                _ask_again(draft, self.template_of(draft), *result.rejected)
+                return True
+            result = Result("permanent", error=result.error)
         _settle_attempt(draft, action, spec, result, now)
         return True
 
@@ -268,6 +283,9 @@ def describe_result(state: TaskState, claim: Claim, result: Result) -> str:
         return f"reconciled {action.name}: {outcome.state}" + (
             f" ({outcome.reason})" if outcome.reason else ""
         )
+    if state.task.context.get(REJECTED, {}).get("slot") and action.status == ActionStatus.PENDING:
+        rejected = state.task.context[REJECTED]
+        return f"{action.name} refused {rejected['slot']}: {rejected['reason']}; asking again"
     if action.status == ActionStatus.SUCCESS:
         return f"{action.name} succeeded"
     if action.status == ActionStatus.PENDING:
@@ -294,6 +312,10 @@ def _check(spec: ActionSpec, ctx: ActionContext) -> Result:
 def _attempt(spec: ActionSpec, ctx: ActionContext) -> Result:
     try:
         output = _call_with_timeout(spec.fn, ctx, spec.timeout, spec.name)
+    except RejectedInput as exc:
+        if spec.side_effect:  # a side effect is asked again only through its own slots' change
+            return Result("permanent", error=_describe(exc))
+        return Result("rejected", error=_describe(exc), rejected=(exc.slot, exc.reason))
     except PermanentError as exc:
         return Result("permanent", error=_describe(exc))
     except (TimeoutError, OutcomeUnknown) as exc:
@@ -304,6 +326,38 @@ def _attempt(spec: ActionSpec, ctx: ActionContext) -> Result:
         # A side effect that raised may still have happened: ask before any retry.
         return Result("unknown", error=_describe(exc))
     return Result("success", output=json.loads(json.dumps(output, default=str)))
+
+
+REJECTED = "rejected"
+"""Key in ``task.context`` of the value the downstream refused, until the user gives another."""
+
+
+def _can_ask_again(state: TaskState, template: TaskTemplate) -> bool:
+    """Only while nothing with a side effect is recorded (it may have happened)."""
+    return not any(
+        a.kind == ActionKind.STEP and template.spec(a.name).side_effect for a in state.actions
+    )
+
+
+def _ask_again(state: TaskState, template: TaskTemplate, slot: str, reason: str) -> None:
+    """The refused slot is cleared and the task goes back to asking for it; the read-only
+    actions run again on the next value. The reason stays for the reply (and the journal)."""
+    task = state.task
+    value = task.slots.pop(slot, None)
+    task.confirmed = False
+    task.stage = first_stage(template, state)
+    problem = {
+        "slot": slot,
+        "value": value,
+        "reason": str(reason),
+        "code": getattr(reason, "code", "custom"),
+        "options": list(getattr(reason, "options", ())),
+    }
+    task.context[REJECTED] = problem
+    for action in state.actions:
+        action.status, action.output, action.error = ActionStatus.PENDING, None, None
+        action.attempts = action.checks = 0
+        action.next_attempt_at = action.lease_owner = action.lease_expires_at = None
 
 
 def _settle_attempt(

@@ -132,6 +132,9 @@ def _fill(draft: TaskState, template: TaskTemplate, slots: Mapping[str, JSON]) -
     changed = {k: v for k, v in values.items() if draft.task.slots.get(k) != v}
     if changed:
         draft.task.slots.update(changed)
+        refused = draft.task.context.get("rejected")
+        if isinstance(refused, dict) and refused.get("slot") in changed:
+            draft.task.context.pop("rejected")
         _change_of_mind(draft, template, "its slots can no longer change")
     return True
 

@@ -20,6 +20,7 @@ CODES = (
     "order",  # does not look like an order number
     "ambiguous",  # more than one value given
     "unknown",  # a look-up did not find it (an unknown order number)
+    "too_large",  # above what is allowed (options: the limit)
     "custom",  # a template's own check; only its English text is known
 )
 

@@ -26,6 +26,21 @@ class OutcomeUnknown(Exception):
     """Raised by an action: it may or may not have taken effect (like a timeout)."""
 
 
+class RejectedInput(PermanentError):
+    """Raised by an action: the downstream refused one slot's value, and nothing took effect
+    (an unknown order number, an amount above the order's total).
+
+    The task does not fail: the slot is cleared, the task goes back to collecting and asks
+    for it again with ``reason`` (a :class:`~relaystate.problems.Problem` says it in the
+    user's language). Only while no side effect has landed; after one, it is a failure.
+    """
+
+    def __init__(self, slot: str, reason: str) -> None:
+        self.slot = slot
+        self.reason = reason
+        super().__init__(f"{slot}: {reason}")
+
+
 @dataclass(frozen=True)
 class ActionContext:
     """What an action function receives; everything it needs to act and to be idempotent."""

@@ -19,6 +19,7 @@ from ..errors import InvalidSlot, TaskLocked, TemplateError
 from ..llm import Model, RouteCandidate, RuleModel, SlotSpec
 from ..model import Action, TaskState
 from ..next_step import AskConfirmation, AskSlot, NextStep
+from ..problems import Problem
 from ..runtime import Runtime
 from ..scope import Scope, checked
 from ..templates import TaskTemplate
@@ -261,6 +262,7 @@ class _Turn:
             return words["cannot"].format(reason=why)
         if isinstance(ctx.error, InvalidSlot):
             error = (ctx.error.slot, ctx.error.reason)
+        error = error or _refused(ctx.state, ctx.step)
         reply = replies.reply_for(template, ctx.state, ctx.step, self.lang)
         if error:
             slot = next((s for s in template.slots if s.name == error[0]), None)
@@ -351,3 +353,19 @@ class _Turn:
         self.p.session.context["choices"] = [s.task.id for s in found]
         items = [(self.p.template_of(s), s, self.p.next_step(s)) for s in found]
         return self._say(replies.choose(items, self.lang))
+
+
+def _refused(state: TaskState, step: NextStep) -> tuple[str, str] | None:
+    """The value a look-up refused, while the task asks for that slot again."""
+    refused = state.task.context.get("rejected")
+    if not isinstance(refused, dict) or not isinstance(step, AskSlot):
+        return None
+    if refused.get("slot") != step.slot:
+        return None
+    reason = Problem(
+        str(refused.get("code") or "custom"),
+        str(refused.get("reason") or ""),
+        value=refused.get("value"),
+        options=refused.get("options") or (),
+    )
+    return step.slot, reason

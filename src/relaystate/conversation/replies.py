@@ -90,6 +90,7 @@ _PROBLEMS_ZH = {
     "order": "“{value}”看起来不像订单号",
     "ambiguous": "您给出了不止一个{label}（{options}），是哪一个",
     "unknown": "没有找到{label}“{value}”",
+    "too_large": "{label}“{value}”超过了上限（{options}）",
     "custom": "“{value}”不符合{label}的要求",
 }
 _LOCKED = {

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..problems import Problem
 from ..retry import Retry
-from ..spec import ActionContext, Outcome, PermanentError
+from ..spec import ActionContext, Outcome, PermanentError, RejectedInput
 from ..templates import Slot, Stage, TaskTemplate, all_required_slots, user_confirmed
 from .ledger import Ledger
 
@@ -70,7 +71,8 @@ def refund(ledger: Ledger) -> TaskTemplate:
 
     @template.action
     def lookup_order(ctx: ActionContext) -> dict[str, Any]:
-        """Read-only: the order from the shop, or one the flight agent created."""
+        """Read-only: the order from the shop, or one the flight agent created. An unknown
+        order, or an amount above its total, is asked for again (the task does not fail)."""
         number = str(ctx.input["order_number"])
         order = ORDERS.get(number)
         if order is None:
@@ -83,8 +85,19 @@ def refund(ledger: Ledger) -> TaskTemplate:
                 None,
             )
             if made is None:
-                raise PermanentError(f"there is no order {number}")
+                reason = Problem("unknown", f"there is no order {number}", value=number)
+                raise RejectedInput("order_number", reason)
             order = {"item": f"flight {made.get('flight', '')}".strip(), "total": 880.0}
+        amount = float(ctx.input["amount"])
+        if amount > float(order["total"]):
+            total = float(order["total"])
+            reason = Problem(
+                "too_large",
+                f"the refund of {amount:g} is more than the order total of {total:g}",
+                value=f"{amount:g}",
+                options=[f"{total:g}"],
+            )
+            raise RejectedInput("amount", reason)
         return {"order_number": number, **order}
 
     def refund_input(task: Any, outputs: Any) -> dict[str, Any]:
