@@ -23,10 +23,11 @@ demo: $(STAMP)  ## the main job: a scripted walk-through on embedded SQLite, the
 test: $(STAMP)  ## the whole test suite
 	$(VENV)/bin/pytest
 
-bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores side by side (BENCH_ARGS=--quick)
+bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores side by side; understanding (BENCH_ARGS=--quick)
 	$(PY) bench/turns.py $(BENCH_ARGS)
 	$(PY) bench/stores.py $(BENCH_ARGS)
 	$(PY) bench/conversation.py $(BENCH_ARGS)
+	$(PY) bench/understanding.py $(BENCH_ARGS)
 
 lint: $(STAMP)  ## ruff (format + lint) and mypy --strict on src/
 	$(VENV)/bin/ruff format --check src tests bench
