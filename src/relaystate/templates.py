@@ -46,6 +46,8 @@ class Slot:
     #: Language -> value -> what to call it: {"zh": {"economy": "经济舱"}}. Without it a
     #: Chinese reply shows a choice by its first Chinese synonym.
     value_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: Language -> why the task needs this slot, for "why do you need that?".
+    why: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.choices and self.kind == "text":
@@ -207,6 +209,7 @@ class TaskTemplate:
         goal: str = "",
         titles: Mapping[str, str] | None = None,
         triggers: Mapping[str, Sequence[str]] | None = None,
+        keywords: Mapping[str, Sequence[str]] | None = None,
         opening_slot: str | None = None,
     ) -> None:
         self.type = type
@@ -218,6 +221,9 @@ class TaskTemplate:
         """What to call a task of this type in each language ("flight booking", "机票预订")."""
         self.triggers = {lang: list(words) for lang, words in (triggers or {}).items()}
         """Words per language that start a new task of this type ("book a flight", "订机票")."""
+        self.keywords = {lang: list(words) for lang, words in (keywords or {}).items()}
+        """Words that name this kind of task without saying anything about the case ("repair",
+        "售后", "手机"): they bring back an open one, and are never taken as a slot's value."""
         self.opening_slot = opening_slot
         """A slot the opening utterance itself fills ("my phone won't charge" -> symptoms)."""
         self.actions: dict[str, ActionSpec] = {}

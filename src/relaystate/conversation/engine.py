@@ -25,10 +25,11 @@ from ..scope import Scope, checked
 from ..templates import TaskTemplate
 from ..turns import PendingTurn, ReplyContext, TurnResult
 from ..views import turn_view
-from . import replies, routing
+from . import questions, replies, routing
 from .clock import today
 from .extract import Extraction, extract
 from .intents import control_word, detect_language, is_no, is_yes
+from .text import fold
 
 
 @dataclass
@@ -118,12 +119,15 @@ class _Turn:
             return picked
         control = control_word(self.text)
         here = self.p.open_here
-        if control == "cancel" and here:
-            self.why = "a cancel word, for the most recent open Task here"
-            return self._cancel(here[0])
-        if control == "pause" and here:
-            self.why = "a pause word"
-            title = self.p.template_of(here[0]).title(self.lang)
+        named = self._named(here)
+        if control is None and named is not None and _named_control(self.text):
+            control = "cancel"  # "机票不订了", "cancel the refund"
+        if control in ("cancel", "pause") and here:
+            target = named or here[0]
+            self.why = f"a {control} word, for the {target.task.type} {target.task.id[:8]}"
+            if control == "cancel":
+                return self._cancel(target)
+            title = self.p.template_of(target).title(self.lang)
             return self._say(replies.words(self.lang)["paused"].format(title=title))
         if control == "continue":
             self.why = "a continue word"
@@ -138,6 +142,9 @@ class _Turn:
             today=self.today,
         )
         best, close = routing.decide(candidates)
+        asked = self._question(here, best)
+        if asked is not None:
+            return asked
         if best is None:
             self.why = "no Task fits: " + "; ".join(c.explain() for c in candidates[:2])
             routed = self._ask_model()
@@ -153,6 +160,38 @@ class _Turn:
             self.why += " | too close to " + close.explain()
             return self._which(best, close)
         return self._go(best)
+
+    def _named(self, here: list[TaskState]) -> TaskState | None:
+        """The open Task here that the message names (its title, keywords, triggers)."""
+        folded = fold(self.text)
+        for state in here:
+            if routing.names(self.p.template_of(state), folded):
+                return state
+        return None
+
+    def _question(self, here: list[TaskState], best: routing.Candidate | None) -> TurnResult | None:
+        """A question about the Task at hand, answered from its state (not with the menu);
+        unless the message is plainly a request for something new or an answer."""
+        if not here or (best is not None and best.state is None and best.score >= 3.0):
+            return None
+        if best is not None and best.state is not None and best.extraction.values:
+            return None
+        target = self._named(here) or here[0]
+        template = self.p.template_of(target)
+        step = self.p.next_step(target)
+        question = questions.read(self.text, template, step)
+        if question is None:
+            return None
+        self.why = f"a question ({question.kind}) about the {target.task.type} {target.task.id[:8]}"
+
+        def phrase(ctx: ReplyContext) -> str:
+            assert ctx.state is not None and ctx.step is not None
+            said = questions.answer(question, template, ctx.state, ctx.step, self.lang)
+            again = replies.reply_for(template, ctx.state, ctx.step, self.lang)
+            sep = "" if self.lang == "zh" else " "
+            return f"{said}{sep}{again}" if said else again
+
+        return self._commit(Resume(target.task.id), phrase)
 
     def _go(self, chosen: routing.Candidate) -> TurnResult:
         """Act on the chosen candidate: continue an open Task, or start one (unless an open
@@ -369,3 +408,15 @@ def _refused(state: TaskState, step: NextStep) -> tuple[str, str] | None:
         options=refused.get("options") or (),
     )
     return step.slot, reason
+
+
+_NAMED_CANCEL = re.compile(
+    r"^\s*(?:cancel|forget|drop|stop)\s+(?:the|my|that)?\s*\w+(?:\s+\w+)?\s*[.!]?\s*$"
+    r"|^\s*\S{1,6}(?:不订了|不要了|不退了|不修了|不办了|不用了|取消了?|算了)\s*[。!！]?\s*$"
+    r"|^\s*取消\S{1,6}\s*[。!！]?\s*$"
+)
+
+
+def _named_control(text: str) -> str | None:
+    """ "机票不订了", "cancel the refund": a cancel that names what it cancels."""
+    return "cancel" if _NAMED_CANCEL.match(fold(text)) else None

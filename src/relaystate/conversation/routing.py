@@ -169,8 +169,12 @@ def decide(candidates: Sequence[Candidate]) -> tuple[Candidate | None, Candidate
 
 
 def names(template: TaskTemplate, folded: str) -> list[str]:
-    """The words of ``folded`` that name ``template`` (its titles and trigger words)."""
-    words = [*template.titles.values(), *(w for ws in template.triggers.values() for w in ws)]
+    """The words of ``folded`` that name ``template`` (its titles, keywords and triggers)."""
+    words = [
+        *template.titles.values(),
+        *(w for ws in template.triggers.values() for w in ws),
+        *(w for ws in template.keywords.values() for w in ws),
+    ]
     found = []
     for word in sorted({fold(w) for w in words if w}, key=len, reverse=True):
         if _contains(folded, word):
@@ -246,6 +250,10 @@ def _score_open(
         c.add(1.0, f"answers {expecting}, with a value it cannot take")
     if isinstance(step, AskConfirmation) and (is_yes(text) or is_no(text)):
         c.add(3.0, "answers its confirmation")
+    for slot_name, value in task.slots.items():  # "back to the Chengdu trip", "ORD-10003"
+        held = fold(str(value)) if isinstance(value, str) else ""
+        if len(held) >= 2 and slot_name not in found.values and _contains(folded, held):
+            c.add(1.5, f"mentions its {slot_name} ({value})")
     if named and not news and not isinstance(step, AskConfirmation):
         c.resume_only = True  # "my refund please", "refund for ORD-10001" (its own order)
     return c
@@ -278,17 +286,21 @@ def _score_new(
     if triggered:
         c.add(2.0, f"asked for ({', '.join(triggered)})")
     strong = [n for n, s in found.sources.items() if s in STRONG]
-    evidence = [n for n in strong if found.sources[n] != "loose"]
     loose = [n for n in strong if found.sources[n] == "loose"]
+    specific = [n for n in loose if template.slot(n).kind == "choice"]  # a model, a cabin
+    evidence = [n for n in strong if n not in loose] + specific
+    loose = [n for n in loose if n not in specific]
     if evidence:
         c.add(min(len(evidence), 3) * 1.0, f"gives {', '.join(evidence)}")
     if loose:
         c.add(0.5 * min(len(loose), 2), f"could use {', '.join(loose)}")
-    if (triggered or evidence) and _REQUEST.search(folded):
+    if triggered and _REQUEST.search(folded):
+        c.add(1.5, "a clear request")
+    elif evidence and _REQUEST.search(folded):
         c.add(0.5, "a request")
     same = open_of.get(template.type, [])
     if same and not another and not all(contradicts(template, s, found) for s in same):
-        c.add(-1.0, "one is open already")
+        c.add(-2.0, "one is open already")
     elif same and (triggered or evidence):
         c.add(0.5, "another one (asked for, or different values)")
     elif open_of and another and (triggered or evidence):
