@@ -107,6 +107,17 @@ DEFAULT_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
         "zh": ["金额", "退款金额", "退款", "退", "一共", "总共", "价格", "花了", "付了"],
     },
 }
+#: Cues of free-text slots that declare none, by what their name says they hold.
+TEXT_ROLE_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
+    "reason": {
+        "en": ["because", "since", "the reason is", "reason is", "reason:", "reason being", "as"],
+        "zh": ["因为", "原因是", "理由是", "原因：", "理由：", "由于"],
+    },
+    "symptoms": {
+        "en": ["the problem is", "it keeps", "symptoms:"],
+        "zh": ["症状是", "问题是", "毛病是"],
+    },
+}
 #: Cues for place slots that declare none, by the role their name suggests.
 ROLE_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
     "origin": {
@@ -275,9 +286,14 @@ def _cues(slot: Slot, kind: str) -> list[tuple[str, bool]]:
         role = _role(slot)
         if kind == "place" and role is not None:
             defaults = ROLE_CUES[role]
+        if kind == "text":
+            defaults = next(
+                (cues for name, cues in TEXT_ROLE_CUES.items() if name in slot.name.lower()), {}
+            )
         declared = [c for words in defaults.values() for c in _listed(words)]
     words = slot.name.lower().split("_")
     names = {" ".join(words), *(w for w in words if len(w) >= 4)}
+    names |= {fold(label) for label in slot.labels.values() if label}  # 原因是…, 金额改成…
     nouns = {c for c in declared if "{}" not in c and (len(c) >= 2 or not is_cjk(c[0]))}
     out: list[tuple[str, bool]] = []
     for cue in [*declared, *sorted(names)]:

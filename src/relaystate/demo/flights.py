@@ -23,9 +23,10 @@ def flight_booking(ledger: Ledger) -> TaskTemplate:
         goal="Book a flight",
         titles={"en": "flight booking", "zh": "机票预订"},
         triggers={
-            "en": ["book a flight", "flight", "fly to"],
-            "zh": ["订机票", "机票", "航班", "飞"],
+            "en": ["book a flight", "flight", "fly to", "plane ticket", "air ticket", "fly from"],
+            "zh": ["订机票", "机票", "航班", "飞", "订张票", "买张票"],
         },
+        keywords={"en": ["trip", "booking"], "zh": ["行程", "订票"]},
         slots=[
             Slot(
                 "origin",
@@ -47,7 +48,16 @@ def flight_booking(ledger: Ledger) -> TaskTemplate:
                 "cabin_class",
                 labels={"zh": "舱位"},
                 choices=["economy", "business", "first"],
-                synonyms={"经济舱": "economy", "商务舱": "business", "头等舱": "first"},
+                synonyms={
+                    "经济舱": "economy",
+                    "商务舱": "business",
+                    "头等舱": "first",
+                    "普通舱": "economy",
+                    "coach": "economy",
+                    "economy class": "economy",
+                    "business class": "business",
+                    "first class": "first",
+                },
                 ask={"en": "Economy, business or first?", "zh": "经济舱、商务舱还是头等舱？"},
             ),
             Slot(

@@ -36,12 +36,20 @@ def refund(ledger: Ledger) -> TaskTemplate:
         version=1,
         goal="Refund (part of) an order",
         titles={"en": "refund", "zh": "退款"},
-        triggers={"en": ["refund", "money back"], "zh": ["退款", "退钱", "退货款"]},
+        triggers={
+            "en": ["refund", "money back", "return it", "reimburse"],
+            "zh": ["退款", "退钱", "退货款", "退货", "退一下"],
+        },
+        keywords={"en": ["order"], "zh": ["订单"]},
         slots=[
             Slot(
                 "order_number",
                 labels={"zh": "订单号"},
                 pattern=r"ORD-\d{5}",
+                why={
+                    "en": "The order number tells which purchase to refund.",
+                    "zh": "需要订单号才能找到要退款的那笔订单。",
+                },
                 ask={
                     "en": "What is the order number (like ORD-10001)?",
                     "zh": "订单号是多少（例如 ORD-10001）？",
@@ -51,12 +59,20 @@ def refund(ledger: Ledger) -> TaskTemplate:
                 "reason",
                 labels={"zh": "原因"},
                 ask={"en": "Why do you want a refund?", "zh": "退款原因是什么？"},
+                why={
+                    "en": "The shop needs the reason to approve the refund.",
+                    "zh": "商家需要知道退款原因才能审核退款。",
+                },
             ),
             Slot(
                 "amount",
                 kind="number",
                 labels={"zh": "金额"},
                 parser=_positive,
+                why={
+                    "en": "The amount says how much of the order to refund.",
+                    "zh": "需要知道退多少钱（可以全额，也可以部分）。",
+                },
                 ask={"en": "How much should be refunded?", "zh": "需要退多少钱？"},
             ),
         ],
