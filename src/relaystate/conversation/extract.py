@@ -231,6 +231,9 @@ _NOT_CHOICE_NEXT = frozenset(
     )
 )
 _WORD = re.compile(r"[^\W\d_][^\W\d_'.\-]*")
+_CODE = re.compile(
+    r"(?<![A-Za-z0-9])(?P<letters>[A-Za-z]{2,5})[\s\-_#.]?(?P<digits>\d{3,})(?![0-9])"
+)
 #: A code such as an order number: letters, digits and dashes, not part of "12:30" or "3.5".
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-_/]*(?![:.,]?[A-Za-z0-9])")
 
@@ -448,6 +451,23 @@ class _Reader:
                     found = True
                 if found:
                     break
+            if not found:
+                self._code_variants(slot)
+
+    def _code_variants(self, slot: Slot) -> None:
+        """An identifier typed loosely: "ORD 10001", "ord10002", "ord-10002" for the pattern
+        ``ORD-\\d{5}``: letters and digits, tried with and without the dash, upper-cased."""
+        assert slot.pattern is not None
+        for m in _CODE.finditer(self.plain):
+            if overlaps(m.start(), m.end(), self.claims):
+                continue
+            letters, digits = m.group("letters").upper(), m.group("digits")
+            for value in (f"{letters}-{digits}", f"{letters}{digits}", f"{letters} {digits}"):
+                if re.fullmatch(slot.pattern, value):
+                    self.add(slot, value, m.start(), m.end(), source="pattern")
+                    self.claim(m.start(), m.end())
+                    self.anchors += 1
+                    return
 
     def dates(self) -> None:
         relevant = any(kind == "date" for kind in self.kinds.values())
@@ -594,10 +614,13 @@ class _Reader:
                 if item.kind == "money" and not item.used:
                     self.add(money[0], item.value, item.start, item.end, loose=True)
         numeric = [s for s in self.template.slots if self.kinds[s.name] in ("amount", "number")]
-        if self.confirming and len(numeric) == 1 and not self.cands[numeric[0].name]:
-            # A bare number at the confirmation changes the one slot it fits ("150").
+        if len(numeric) == 1 and not self.cands[numeric[0].name]:
+            # A bare number changes the one number slot at the confirmation ("150"), and
+            # anywhere when it stands as a clause of its own ("refund ORD-10003, broken, 100").
             for n in self.numbers:
-                if not overlaps(n.start, n.end, self.taken()):
+                if overlaps(n.start, n.end, self.taken()):
+                    continue
+                if self.confirming or self._own_clause(n.start, n.end):
                     self.add(numeric[0], n.value, n.start, n.end, source="number")
         for slot in date_slots:
             bad = [i for i in self.items if i.kind == "date" and i.value is None and not i.used]
@@ -606,6 +629,15 @@ class _Reader:
                     "invalid_date", bad[0].reason, value=self.text[bad[0].start : bad[0].end]
                 )
                 break
+
+    def _own_clause(self, start: int, end: int) -> bool:
+        """Whether the span is all of its clause but for currency words and spaces."""
+        head = re.search(r"[^,，;；。!！?？\n]*$", self.text[:start])
+        tail = re.match(r"[^,，;；。!！?？\n]*", self.text[end:])
+        around = (head.group() if head else "") + " " + (tail.group() if tail else "")
+        return not re.sub(
+            r"[\s¥$€£元块人民币吧啊呀了的]|dollars?|bucks|rmb|yuan|please", "", around.lower()
+        )
 
     def masked(self) -> str:
         chars = list(self.text)
