@@ -48,6 +48,9 @@ class Slot:
     value_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     #: Language -> why the task needs this slot, for "why do you need that?".
     why: Mapping[str, str] = field(default_factory=dict)
+    #: For a date: "future" (a flight: "June 1" is the next one) or "past" (a purchase:
+    #: "June 1" is the last one, and so is "Friday").
+    direction: str = "future"
 
     def __post_init__(self) -> None:
         if self.choices and self.kind == "text":
@@ -56,6 +59,8 @@ class Slot:
             raise TemplateError(f"slot {self.name!r}: kind must be one of {SLOT_KINDS}")
         if self.kind == "choice" and not self.choices:
             raise TemplateError(f"slot {self.name!r}: a choice slot needs choices")
+        if self.direction not in ("future", "past"):
+            raise TemplateError(f"slot {self.name!r}: direction must be future or past")
 
     def label(self, language: str = "en") -> str:
         """This slot's name for people, in ``language`` if declared."""

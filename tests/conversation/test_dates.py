@@ -302,3 +302,42 @@ def test_ascii_text_skips_only_patterns_that_cannot_match_it(
     fast = [scan_dates(p, today=TODAY) for p in phrases]
     monkeypatch.setattr(dates, "_ASCII_PATTERNS", dates._PATTERNS)
     assert [scan_dates(p, today=TODAY) for p in phrases] == fast
+
+
+@pytest.mark.parametrize(
+    ("text", "past", "expected"),
+    [
+        # numbers people type
+        ("12/31", False, "2026-12-31"),
+        ("8/8/2025", False, "2025-08-08"),
+        ("12.31", False, "2026-12-31"),
+        ("退12.50元", False, None),  # an amount, not December 50th
+        # a year said around a month-day
+        ("去年6月18号", False, "2025-06-18"),
+        ("今年5月20号", True, "2026-05-20"),
+        ("March 3rd last year", True, "2025-03-03"),
+        ("last year on August 8", True, "2025-08-08"),
+        # looking back (a purchase)
+        ("3月5号买的", True, "2026-03-05"),
+        ("December 20", True, "2025-12-20"),
+        ("the 3rd", True, "2026-11-03"),
+        ("Friday", True, "2026-11-27"),
+        ("12/20", True, "2025-12-20"),
+        # holidays, from the holidays library (2026 and 2027 calendars)
+        ("元旦", False, "2027-01-01"),
+        ("国庆节", False, "2027-10-01"),
+        ("国庆节买的", True, "2026-10-01"),
+        ("今年春节", True, "2026-02-17"),
+        ("去年双十一", True, "2025-11-11"),
+        ("on Christmas", False, "2026-12-25"),
+        ("New Year's Day", True, "2026-01-01"),
+        ("Thanksgiving", True, "2026-11-26"),
+        ("Black Friday", True, "2026-11-27"),
+    ],
+)
+def test_dates_as_people_say_them(text: str, past: bool, expected: str | None) -> None:
+    found = [c for c in scan_dates(text, today=TODAY, past=past) if c.value is not None]
+    if expected is None:
+        assert found == []
+    else:
+        assert [c.value.isoformat() for c in found] == [expected], text

@@ -13,6 +13,12 @@ Rules, so that every phrase has one answer:
   latest Friday before today.
 * "in 3 days", "3 days from now", "3天后", "过3天" are today plus three days; "3 days ago" and
   "3天前" today minus three.
+* Numbers: 12/31 and 12/31/2026 are month/day(/year); 12.31 is month.day when the day has two
+  digits and no currency follows (12.50元 stays an amount).
+* 去年/今年/明年 and "last/this/next year" around a month-day (or a holiday) set its year.
+* Holidays by name (元旦, 国庆, 春节, 双十一, Christmas, Thanksgiving...): see :mod:`.holidays`.
+* For a slot that looks back (``past=True``: when was it bought?) every phrase without a year
+  goes back instead: the latest such day on or before today.
 
 A phrase that looks like a date but is not one ("2月30日", "2027-13-01") is reported by
 :func:`scan_dates` with a reason instead of a value.
@@ -26,6 +32,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import NamedTuple
 
+from . import holidays
 from .numbers import EN_SMALL, cn_to_number
 from .text import fold, needs_non_ascii
 
@@ -222,6 +229,13 @@ def _en_md(m: re.Match[str], today: date) -> Result:
     return _explicit(year, MONTHS[m["mon"]], int(m["d"]), today)
 
 
+def _md(m: re.Match[str], today: date) -> Result:
+    year = int(m["y"]) if m.groupdict().get("y") else None
+    if year is not None and year < 100:
+        year += 2000
+    return _explicit(year, int(m["m"]), int(m["d"]), today)
+
+
 def _zh_month_rel(m: re.Match[str], today: date) -> Result:
     rel = m["rel"]
     ahead = 2 if rel.startswith("下下") else 1 if rel.startswith("下") else 0
@@ -324,6 +338,20 @@ _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     ),
     (
         re.compile(
+            r"(?<![\d/.])(?P<m>1[0-2]|0?[1-9])/(?P<d>3[01]|[12]\d|0?[1-9])"
+            r"(?:/(?P<y>\d{4}|\d{2}))?(?![\d/])"
+        ),
+        _md,
+    ),
+    (
+        re.compile(
+            r"(?<![\d.¥$€£])(?P<m>1[0-2]|0?[1-9])\.(?P<d>3[01]|[12]\d|0[1-9])(?![\d.%])"
+            r"(?!\s*(?:元|块|刀|美元|dollars?|bucks|yuan|rmb|%))"
+        ),
+        _md,
+    ),
+    (
+        re.compile(
             rf"(?<![\d月一二三四五六七八九十])(?P<d>{_NUM})\s*[日号號](?![{_ZH_NOT_DAY}])"
             r"(?!\s*(?:后|以后|之后|前|以前|之前))"
         ),
@@ -392,16 +420,83 @@ _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (re.compile(rf"过\s*(?P<n>{_COUNT})\s*(?P<unit>天)(?P<dir>)"), _offset),
 ]
 
-_EXPLICIT = {_iso, _zh_ymd, _en_md, _zh_month_rel, _day_only}
+_EXPLICIT = {_iso, _zh_ymd, _en_md, _md, _zh_month_rel, _day_only}
+_NO_YEAR = {_zh_ymd, _en_md, _md}
+"""Handlers whose phrase may leave the year out (then it is found from today)."""
+_YEAR_BEFORE = re.compile(
+    r"(?:(?P<zh>去年|今年|明年|前年)|(?<![a-z])(?P<en>last|this|next)\s+year(?:\s+(?:on|in))?)"
+    r"[\s,，的]*$"
+)
+_YEAR_AFTER = re.compile(r"^[\s,，]*(?:(?P<en>last|this|next)\s+year|(?P<zh>去年|今年|明年))")
+_YEAR_SHIFT = {"去年": -1, "前年": -2, "今年": 0, "明年": 1, "last": -1, "this": 0, "next": 1}
+
+
+def _holiday(m: re.Match[str], today: date) -> Result:
+    raise AssertionError("holidays are found by .holidays, not by a pattern")  # pragma: no cover
+
+
 _JOIN = re.compile(r"[\s,，、()（）]*")
+
+
+def _with_year(
+    folded: str, start: int, end: int, result: date, handler: Handler, today: date
+) -> tuple[int, int, date]:
+    """A year said around a month-day (去年6月18号, "March 3rd last year") sets its year."""
+    if handler not in _NO_YEAR:
+        return start, end, result
+    before = _YEAR_BEFORE.search(folded[max(0, start - 16) : start])
+    after = _YEAR_AFTER.match(folded[end : end + 16])
+    said = before or after
+    if not said:
+        return start, end, result
+    year = today.year + _YEAR_SHIFT[said["zh"] or said["en"]]
+    moved = _make(year, result.month, result.day)
+    if moved is None:
+        return start, end, result
+    if before:
+        start -= len(before.group())
+    if after and not before:
+        end += len(after.group())
+    return start, end, moved
+
+
+def _said_year(folded: str, start: int, end: int) -> bool:
+    return bool(_YEAR_BEFORE.search(folded[max(0, start - 16) : start + 6])) or bool(
+        re.search(r"\d{4}|去年|今年|明年|前年|year", folded[start:end])
+    )
+
+
+def _back(result: date, handler: Handler, m: re.Match[str], today: date) -> date:
+    """The same phrase read backwards: the latest such day on or before today."""
+    if result <= today:
+        return result
+    groups = m.groupdict()
+    if handler in _NO_YEAR:
+        for year in range(result.year - 1, result.year - 9, -1):
+            earlier = _make(year, result.month, result.day)
+            if earlier is not None and earlier <= today:
+                return earlier
+    if handler is _day_only and not groups.get("rel"):
+        for back in range(13):
+            index = today.year * 12 + today.month - 1 - back
+            earlier = _make(index // 12, index % 12 + 1, result.day)
+            if earlier is not None and earlier <= today:
+                return earlier
+    if handler in (_en_weekday, _zh_weekday) and not groups.get("pre") and not groups.get("post"):
+        return result - timedelta(days=7)
+    return result
 
 
 _ASCII_PATTERNS = [(p, h) for p, h in _PATTERNS if not needs_non_ascii(p)]
 """The patterns that can match ASCII text (the others need 月, 日, 周, 明天...)."""
 
 
-def scan_dates(text: str, *, today: date) -> list[DateCandidate]:
-    """Every date-like phrase in ``text``, left to right, longest first, not overlapping."""
+def scan_dates(text: str, *, today: date, past: bool = False) -> list[DateCandidate]:
+    """Every date-like phrase in ``text``, left to right, longest first, not overlapping.
+
+    ``past``: the date looked for is behind us (a purchase), so phrases without a year go
+    back to the latest such day on or before today instead of forward.
+    """
     folded = fold(text)
     found: list[tuple[int, int, Result, Handler]] = []
     for pattern, handler in _ASCII_PATTERNS if folded.isascii() else _PATTERNS:
@@ -409,8 +504,23 @@ def scan_dates(text: str, *, today: date) -> list[DateCandidate]:
             if m.end() == m.start():
                 continue
             result = handler(m, today)
-            if result is not None:
-                found.append((m.start(), m.end(), result, handler))
+            if result is None:
+                continue
+            start, end = m.start(), m.end()
+            if isinstance(result, date) and not m.groupdict().get("y"):
+                start, end, result = _with_year(folded, start, end, result, handler, today)
+                if past and not _said_year(folded, start, end):
+                    result = _back(result, handler, m, today)
+            found.append((start, end, result, handler))
+    for start, end, name in holidays.find(text):
+        before = _YEAR_BEFORE.search(folded[max(0, start - 16) : start])
+        year = None
+        if before:
+            year = today.year + _YEAR_SHIFT[before["zh"] or before["en"]]
+            start -= len(before.group())
+        day = holidays.resolve(name, today, past=past, year=year)
+        if day is not None:
+            found.append((start, end, day, _holiday))
     found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
     chosen: list[tuple[int, int, Result, Handler]] = []
     for item in found:

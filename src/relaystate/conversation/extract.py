@@ -471,7 +471,11 @@ class _Reader:
 
     def dates(self) -> None:
         relevant = any(kind == "date" for kind in self.kinds.values())
-        for c in scan_dates(self.text, today=self.today):
+        wanted = [s for s in self.template.slots if self.kinds[s.name] == "date"]
+        if self.expecting is not None and self.expecting in wanted:
+            wanted = [self.expecting]
+        past = bool(wanted) and all(s.direction == "past" for s in wanted)
+        for c in scan_dates(self.text, today=self.today, past=past):
             if overlaps(c.start, c.end, self.claims):
                 continue
             self.items.append(_date_item(c, relevant))

@@ -97,6 +97,7 @@ def after_sales(ledger: Ledger, *, today: date | None = None) -> TaskTemplate:
             Slot(
                 "purchase_date",
                 kind="date",
+                direction="past",
                 labels={"zh": "购买日期", "en": "purchase date"},
                 ask={"en": "When did you buy it?", "zh": "什么时候买的？"},
                 why={
