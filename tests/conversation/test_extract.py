@@ -619,3 +619,32 @@ def test_any_mix_of_words_reads_without_raising(words: list[str], expecting: str
             assert template.slot(name).validate(value) == value
             assert name not in result.errors
         assert result == run(template, text, expecting=target)
+
+
+@pytest.mark.parametrize(
+    ("text", "expecting", "value"),
+    [
+        ("bussiness", "cabin_class", "business"),
+        ("I need a buisness class flight", None, "business"),
+        ("frist class please", None, "first"),
+        ("econmy", "cabin_class", "economy"),
+        ("商物舱", "cabin_class", "business"),
+        ("头等仓", None, "first"),
+    ],
+)
+def test_choices_typed_with_a_slip(text: str, expecting: str | None, value: str) -> None:
+    from relaystate.demo import flight_booking
+    from relaystate.demo.ledger import Ledger
+
+    template = flight_booking(Ledger(":memory:"))
+    found = run(template, text, expecting=expecting)
+    assert found.values.get("cabin_class") == value, found
+
+
+def test_a_slip_is_no_match_when_two_choices_are_as_close() -> None:
+    from relaystate import Slot, Stage, TaskTemplate
+
+    template = TaskTemplate(
+        "t", slots=[Slot("size", choices=["large", "barge"])], stages=[Stage("s")]
+    )
+    assert "size" not in run(template, "xarge please", expecting="size").values

@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import InvalidSlot, TemplateError
 from ..problems import Problem
 from ..templates import Slot, TaskTemplate
+from . import fuzzy
 from .dates import DateCandidate, scan_dates
 from .intents import control_word, is_correction, is_question, is_yes
 from .numbers import NumberMatch, find_numbers
@@ -502,6 +503,14 @@ class _Reader:
                 if tail:
                     end = tail.end()
                 self.items.append(_Item("choice", start, end, terms[term], slot=slot.name))
+            if any(i.kind == "choice" and i.slot == slot.name for i in self.items):
+                continue
+            slips = fuzzy.latin(self.folded, terms)
+            if self.expecting is not None and self.expecting.name == slot.name:
+                slips += fuzzy.chinese(self.folded, terms)
+            for start, end, value in slips:
+                if not overlaps(start, end, self.taken()):
+                    self.items.append(_Item("choice", start, end, value, slot=slot.name))
 
     def _adverb(self, start: int, end: int, slot: Slot) -> bool:
         """Whether the choice word opens the sentence as an adverb: "First, I need..." does
