@@ -373,6 +373,7 @@ PUBLIC = (
     "AskConfirmation",
     "AskSlot",
     "Cancel",
+    "Completes",
     "Condition",
     "Confirm",
     "DuplicateKey",

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from .spec import (
         ActionContext,
         ActionSpec,
+        Completes,
         Outcome,
         OutcomeUnknown,
         PermanentError,
@@ -84,6 +85,7 @@ _WHERE = {
     "AskConfirmation": "next_step",
     "AskSlot": "next_step",
     "Cancel": "edits",
+    "Completes": "spec",
     "Condition": "templates",
     "Confirm": "edits",
     "DuplicateKey": "errors",
@@ -150,6 +152,7 @@ __all__ = [
     "AskConfirmation",
     "AskSlot",
     "Cancel",
+    "Completes",
     "Condition",
     "Confirm",
     "DuplicateKey",

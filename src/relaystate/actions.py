@@ -36,6 +36,7 @@ from .next_step import InProgress, NextStep, Reconcile, RunAction
 from .spec import (
     ActionContext,
     ActionSpec,
+    Completes,
     Outcome,
     OutcomeUnknown,
     PermanentError,
@@ -75,6 +76,8 @@ class Result:
     """For a check: what the downstream said (None: nothing can tell)."""
     rejected: tuple[str, str] | None = None
     """For "rejected": the slot whose value the downstream refused, and why."""
+    slots: dict[str, JSON] | None = None
+    """For "success" of a read-only action: slot values it completed (:class:`Completes`)."""
 
 
 class ActionRunner:
@@ -325,7 +328,12 @@ def _attempt(spec: ActionSpec, ctx: ActionContext) -> Result:
             return Result("retryable", error=_describe(exc))
         # A side effect that raised may still have happened: ask before any retry.
         return Result("unknown", error=_describe(exc))
-    return Result("success", output=json.loads(json.dumps(output, default=str)))
+    completed = None
+    if isinstance(output, Completes):
+        if not spec.side_effect:
+            completed = json.loads(json.dumps(dict(output.slots), default=str))
+        output = output.output
+    return Result("success", output=json.loads(json.dumps(output, default=str)), slots=completed)
 
 
 REJECTED = "rejected"
@@ -371,6 +379,8 @@ def _settle_attempt(
     if result.kind == "success":
         action.status = ActionStatus.SUCCESS
         action.output = result.output
+        if result.slots:
+            state.task.slots.update(result.slots)
         if action.compensates is not None:
             state.action(action.compensates).status = ActionStatus.COMPENSATED
     elif result.kind == "unknown":

@@ -42,6 +42,19 @@ class RejectedInput(PermanentError):
 
 
 @dataclass(frozen=True)
+class Completes:
+    """What a read-only action returns when it also completes slots the user gave by a word
+    rather than a value ("全退", "refund it all": the amount is the order's total).
+
+    ``output`` is the action's output as usual; ``slots`` are written onto the task in the
+    same commit (journaled like any change). Ignored for actions with a side effect.
+    """
+
+    output: Any
+    slots: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class ActionContext:
     """What an action function receives; everything it needs to act and to be idempotent."""
 

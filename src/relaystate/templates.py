@@ -101,6 +101,8 @@ class Slot:
         """Normalise ``value`` to plain JSON, or raise InvalidSlot saying why not."""
         if value is None or (isinstance(value, str) and not value.strip()):
             raise InvalidSlot(self.name, Problem("required", "a value is required"))
+        if self.kind == "number" and isinstance(value, str) and value in self.synonyms.values():
+            return value  # a word the task completes later ("all": the order's total)
         if self.parser is not None:
             given = value
             try:

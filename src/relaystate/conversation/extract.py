@@ -33,7 +33,7 @@ from ..problems import Problem
 from ..templates import Slot, TaskTemplate
 from . import fuzzy
 from .dates import DateCandidate, scan_dates
-from .intents import control_word, is_correction, is_question, is_yes
+from .intents import REQUEST, control_word, is_correction, is_question, is_yes
 from .numbers import NumberMatch, find_numbers
 from .text import SENTENCE_END, fold, is_cjk, overlaps, phrases, strip_punct, wordlist
 
@@ -365,9 +365,11 @@ class _Reader:
         expecting: str | None,
         correction: bool,
         confirming: bool = False,
+        opening: bool = False,
     ) -> None:
         self.template = template
         self.confirming = confirming
+        self.opening = opening
         self.text = text
         self.folded = fold(text)
         self.plain = fold(text, lower=False)
@@ -522,6 +524,15 @@ class _Reader:
         return opening and rest.startswith(",") and bool(rest[1:].strip())
 
     def amounts(self) -> None:
+        for slot in self.template.slots:  # words that stand for a value: "全退" -> "all"
+            if slot.kind != "number" or not slot.synonyms:
+                continue
+            terms = {" ".join(fold(k).split()): v for k, v in slot.synonyms.items()}
+            for m in phrases(terms).finditer(self.folded):
+                if not overlaps(m.start(), m.end(), self.taken()):
+                    self.add(slot, terms[" ".join(m.group().split())], m.start(), m.end())
+                    self.claim(m.start(), m.end())
+                    self.anchors += 1
         relevant = any(kind in ("amount", "number") for kind in self.kinds.values())
         for n in find_numbers(self.text):
             if overlaps(n.start, n.end, self.taken()):
@@ -673,6 +684,26 @@ class _Reader:
             if piece and not _starts_negated(piece):
                 out.append(piece)
         return out
+
+    def leftover(self) -> None:
+        """In the message that starts a task, what is left once its values, its trigger
+        words and the request are taken out is the one free-text slot's value (the reason in
+        "refund ORD-10003, the screen scratches too easily")."""
+        if not self.opening:
+            return
+        free = [
+            s
+            for s in self.template.slots
+            if self.kinds[s.name] == "text" and s.name != self.template.opening_slot
+        ]
+        if len(free) != 1 or self.cands[free[0].name] or free[0].pattern is not None:
+            return
+        names = _template_words(self.template)
+        pieces = [_drop(p, names) for p in self.fragments(free=True)]
+        pieces = [p for p in pieces if _meaningful(p)]
+        if pieces:
+            value = max(pieces, key=len)
+            self.cands[free[0].name].append(_Candidate(value, 0, 0, False, source="rest"))
 
     def fallback(self) -> None:
         slot = self.expecting
@@ -837,6 +868,46 @@ def _not_but(text: str) -> str:
 
 def _starts_negated(text: str) -> bool:
     return bool(re.match(r"(?:not|no|never)(?![a-z])|不是|不要|别", fold(text)))
+
+
+def _template_words(template: TaskTemplate) -> list[str]:
+    """The words that name or ask for a task of ``template``: never a slot's value."""
+    words = [
+        *template.titles.values(),
+        *(w for ws in template.triggers.values() for w in ws),
+        *(w for ws in template.keywords.values() for w in ws),
+    ]
+    return sorted({fold(w) for w in words if w}, key=len, reverse=True)
+
+
+def _drop(piece: str, words: Sequence[str]) -> str:
+    """``piece`` without the request and the task's own words, trimmed of filler."""
+    folded = fold(piece)
+    keep = [True] * len(piece)
+    for word in words:
+        pattern = rf"(?<![a-z]){re.escape(word)}(?![a-z])" if word.isascii() else re.escape(word)
+        for m in re.finditer(pattern, folded):
+            keep[m.start() : m.end()] = [False] * (m.end() - m.start())
+    for m in REQUEST.finditer(folded):
+        keep[m.start() : m.end()] = [False] * (m.end() - m.start())
+    text = "".join(ch if k else " " for ch, k in zip(piece, keep, strict=True))
+    return _trim(" ".join(text.split()), free=True)
+
+
+def _meaningful(piece: str) -> bool:
+    """More than filler: two Chinese characters, or an English word that says something."""
+    if sum(map(is_cjk, piece)) >= 2:
+        return True
+    words = [w for w in re.findall(r"[a-z']+", fold(piece)) if w not in _LEFTOVER_STOP]
+    return len(words) >= 2 or any(len(w) >= 4 for w in words)
+
+
+_LEFTOVER_STOP = frozenset(
+    wordlist(
+        "a an the my for of to on in it its is please me i'd i i'm and so just about this that "
+        "with from order number"
+    )
+)
 
 
 def _choice_prefix(slot: Slot, piece: str) -> str | None:
@@ -1009,6 +1080,7 @@ def extract(
     today: date,
     expecting: str | None = None,
     confirming: bool = False,
+    opening: bool = False,
 ) -> Extraction:
     """Read ``text`` (one user utterance) for ``template``'s slots.
 
@@ -1025,6 +1097,7 @@ def extract(
         expecting=expecting,
         correction=is_correction(text),
         confirming=confirming,
+        opening=opening,
     )
     reader.patterns()
     reader.dates()
@@ -1035,6 +1108,7 @@ def extract(
     reader.loose()
     reader.guard()
     reader.fallback()
+    reader.leftover()
     return reader.result()
 
 

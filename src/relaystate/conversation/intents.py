@@ -334,6 +334,38 @@ _CONTROL_FILLER = phrases(
     ]
 )
 
+REQUEST = phrases(
+    [
+        "want",
+        "wanna",
+        "i'd like",
+        "would like",
+        "need",
+        "can you",
+        "could you",
+        "can i",
+        "please",
+        "help me",
+        "get me",
+        "let me",
+        "i'd love",
+        "book",
+        "我要",
+        "我想",
+        "想要",
+        "帮我",
+        "给我",
+        "麻烦",
+        "请",
+        "需要",
+        "能不能",
+        "可以帮",
+        "申请",
+        "办理",
+    ]
+)
+"""Words that ask for something ("I want", "book", "帮我", "麻烦"): a request, not an answer."""
+
 _CORRECTION = re.compile(
     r"(?<![a-z])(?:actually|instead|rather|correction|scratch that|i meant|i mean|"
     r"(?:change|switch|update|set)\s+(?:(?:it|that|this)\s+|(?:the|my)\s+[a-z]+(?:\s+[a-z]+)?\s+)?to|"

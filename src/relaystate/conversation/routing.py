@@ -27,6 +27,7 @@ from ..model import TaskState, TaskStatus
 from ..next_step import AskConfirmation, AskSlot, NextStep
 from ..templates import TaskTemplate
 from .extract import Extraction, extract
+from .intents import REQUEST as _REQUEST
 from .intents import is_correction, is_no, is_yes
 from .text import fold, phrases
 
@@ -37,36 +38,6 @@ CLOSE = 0.75
 STRONG = frozenset({"pattern", "cue", "loose", "number"})
 """How a value was found when the message plainly says it (not just its leftover words)."""
 
-_REQUEST = phrases(
-    [
-        "want",
-        "wanna",
-        "i'd like",
-        "would like",
-        "need",
-        "can you",
-        "could you",
-        "can i",
-        "please",
-        "help me",
-        "get me",
-        "let me",
-        "i'd love",
-        "book",
-        "我要",
-        "我想",
-        "想要",
-        "帮我",
-        "给我",
-        "麻烦",
-        "请",
-        "需要",
-        "能不能",
-        "可以帮",
-        "申请",
-        "办理",
-    ]
-)
 _ANOTHER = phrases(
     [
         "another",
@@ -280,7 +251,7 @@ def _score_new(
     language: str,
     today: date,
 ) -> Candidate:
-    found = extract(template, text, language=language, today=today)
+    found = extract(template, text, language=language, today=today, opening=True)
     c = Candidate(template, None, found)
     triggered = [w for w in names(template, folded) if w in _triggers(template)]
     if triggered:

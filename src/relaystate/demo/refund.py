@@ -11,7 +11,7 @@ from typing import Any
 
 from ..problems import Problem
 from ..retry import Retry
-from ..spec import ActionContext, Outcome, PermanentError, RejectedInput
+from ..spec import ActionContext, Completes, Outcome, PermanentError, RejectedInput
 from ..templates import Slot, Stage, TaskTemplate, all_required_slots, user_confirmed
 from .ledger import Ledger
 
@@ -69,6 +69,20 @@ def refund(ledger: Ledger) -> TaskTemplate:
                 kind="number",
                 labels={"zh": "金额"},
                 parser=_positive,
+                synonyms={
+                    "全退": "all",
+                    "全额": "all",
+                    "全部退": "all",
+                    "全部退款": "all",
+                    "都退": "all",
+                    "refund it all": "all",
+                    "all of it": "all",
+                    "the full amount": "all",
+                    "full amount": "all",
+                    "full refund": "all",
+                    "everything": "all",
+                },
+                value_labels={"zh": {"all": "全额"}, "en": {"all": "the full amount"}},
                 why={
                     "en": "The amount says how much of the order to refund.",
                     "zh": "需要知道退多少钱（可以全额，也可以部分）。",
@@ -86,7 +100,7 @@ def refund(ledger: Ledger) -> TaskTemplate:
     )
 
     @template.action
-    def lookup_order(ctx: ActionContext) -> dict[str, Any]:
+    def lookup_order(ctx: ActionContext) -> dict[str, Any] | Completes:
         """Read-only: the order from the shop, or one the flight agent created. An unknown
         order, or an amount above its total, is asked for again (the task does not fail)."""
         number = str(ctx.input["order_number"])
@@ -104,6 +118,9 @@ def refund(ledger: Ledger) -> TaskTemplate:
                 reason = Problem("unknown", f"there is no order {number}", value=number)
                 raise RejectedInput("order_number", reason)
             order = {"item": f"flight {made.get('flight', '')}".strip(), "total": 880.0}
+        if ctx.input["amount"] == "all":  # "全退": the whole order
+            found = {"order_number": number, **order}
+            return Completes(found, {"amount": order["total"]})
         amount = float(ctx.input["amount"])
         if amount > float(order["total"]):
             total = float(order["total"])
