@@ -694,9 +694,11 @@ class _Reader:
         free = [
             s
             for s in self.template.slots
-            if self.kinds[s.name] == "text" and s.name != self.template.opening_slot
+            if self.kinds[s.name] == "text"
+            and s.pattern is None
+            and s.name != self.template.opening_slot
         ]
-        if len(free) != 1 or self.cands[free[0].name] or free[0].pattern is not None:
+        if len(free) != 1 or self.cands[free[0].name]:
             return
         names = _template_words(self.template)
         pieces = [_drop(p, names) for p in self.fragments(free=True)]
@@ -905,7 +907,9 @@ def _meaningful(piece: str) -> bool:
 _LEFTOVER_STOP = frozenset(
     wordlist(
         "a an the my for of to on in it its is please me i'd i i'm and so just about this that "
-        "with from order number"
+        "with from order number also too want need like can could would you get help some one "
+        "another new again now then there here want wanna hi hello hey thanks thank ok okay "
+        "yes sure do does did be been have has"
     )
 )
 
