@@ -488,8 +488,10 @@ class Fresh:
 
 def clean_env() -> dict[str, str]:
     """This environment without RELAYSTATE_* (no model, no store, no failpoints), with
-    bench/ on the path for ``--app survey_app:templates``."""
+    bench/ on the path for ``--app survey_app:templates``, and byte code cached as an
+    installed package has it (PYTHONDONTWRITEBYTECODE would time the compiler instead)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RELAYSTATE_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH")) if p)
     return env
 

@@ -28,7 +28,7 @@ def run(
 FLIGHT_CASES: list[tuple[str, dict[str, Any]]] = [
     # places by cues
     ("from Beijing to Shanghai", {"origin": "Beijing", "destination": "Shanghai"}),
-    ("from beijing to shanghai", {"origin": "beijing", "destination": "shanghai"}),
+    ("from beijing to shanghai", {"origin": "Beijing", "destination": "Shanghai"}),
     ("Beijing to Shanghai", {"origin": "Beijing", "destination": "Shanghai"}),
     ("从北京到上海", {"origin": "北京", "destination": "上海"}),
     ("北京到上海", {"origin": "北京", "destination": "上海"}),
@@ -39,7 +39,12 @@ FLIGHT_CASES: list[tuple[str, dict[str, Any]]] = [
     ("我要去上海出差", {"destination": "上海"}),
     ("北京出发，去上海", {"origin": "北京", "destination": "上海"}),
     ("从北京坐飞机去上海", {"origin": "北京", "destination": "上海"}),
-    ("从上海虹桥出发去北京大兴", {"origin": "上海虹桥", "destination": "北京大兴"}),
+    # an airport's district is not a city: the city is what the booking needs
+    ("从上海虹桥出发去北京大兴", {"origin": "上海", "destination": "北京"}),
+    ("从上海虹桥机场出发去北京", {"origin": "上海虹桥机场", "destination": "北京"}),
+    ("订张机票去成都出差，从北京走", {"origin": "北京", "destination": "成都"}),
+    ("PEK→SHA tomorrow", {"origin": "Beijing", "destination": "Shanghai", "date": "2026-11-30"}),
+    ("I need to fly from Xi'an to Chicago", {"origin": "Xi'an", "destination": "Chicago"}),
     ("from 北京 to 上海", {"origin": "北京", "destination": "上海"}),
     ("从Beijing到Shanghai", {"origin": "Beijing", "destination": "Shanghai"}),
     ("I want to fly to Shanghai", {"destination": "Shanghai"}),
@@ -243,7 +248,7 @@ ANSWERS: list[tuple[str, str, dict[str, Any]]] = [
     ("Shanghai", "destination", {"destination": "Shanghai"}),
     ("it's Shanghai", "destination", {"destination": "Shanghai"}),
     ("Shanghai please", "destination", {"destination": "Shanghai"}),
-    ("new york", "destination", {"destination": "new york"}),
+    ("new york", "destination", {"destination": "New York"}),
     ("北京", "origin", {"origin": "北京"}),
     ("from Beijing", "destination", {"origin": "Beijing"}),
     ("Li Lei", "passenger_name", {"passenger_name": "Li Lei"}),

@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import InvalidSlot, TemplateError
 from ..problems import Problem
 from ..templates import Slot, TaskTemplate
-from . import fuzzy
+from . import fuzzy, places
 from .dates import DateCandidate, scan_dates
 from .intents import REQUEST, control_word, is_correction, is_question, is_yes
 from .numbers import NumberMatch, find_numbers
@@ -123,11 +123,13 @@ TEXT_ROLE_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
 ROLE_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
     "origin": {
         "en": ["from", "departing from", "leaving from", "flying from", "out of", "{} to"],
-        "zh": ["从", "由", "出发地", "{}出发", "{}起飞", "{}到", "{}飞"],
+        "zh": ["从", "由", "出发地", "{}出发", "{}起飞", "{}到", "{}飞", "{}至"],
+        "any": ["{}→", "{}->", "{}➔", "{}=>"],
     },
     "destination": {
         "en": ["to", "flying to", "going to", "heading to", "arriving in", "arriving at"],
-        "zh": ["到", "去", "飞", "飞往", "前往", "目的地", "到达", "抵达"],
+        "zh": ["到", "去", "飞", "飞往", "前往", "目的地", "到达", "抵达", "回", "至"],
+        "any": ["→", "->", "➔", "=>"],
     },
 }
 _ORIGIN_NAMES = ("origin", "from", "departure", "depart", "source", "start")
@@ -295,10 +297,16 @@ def _cues(slot: Slot, kind: str) -> list[tuple[str, bool]]:
                 (cues for name, cues in TEXT_ROLE_CUES.items() if name in slot.name.lower()), {}
             )
         declared = [c for words in defaults.values() for c in _listed(words)]
+    elif kind == "place" and _role(slot) is not None:  # arrows mean the same in any template
+        declared += list(ROLE_CUES[str(_role(slot))]["any"])
     words = slot.name.lower().split("_")
     names = {" ".join(words), *(w for w in words if len(w) >= 4)}
     names |= {fold(label) for label in slot.labels.values() if label}  # 原因是…, 金额改成…
-    nouns = {c for c in declared if "{}" not in c and (len(c) >= 2 or not is_cjk(c[0]))}
+    nouns = {
+        c
+        for c in declared
+        if "{}" not in c and c[0].isalnum() and (len(c) >= 2 or not is_cjk(c[0]))
+    }
     out: list[tuple[str, bool]] = []
     for cue in [*declared, *sorted(names)]:
         if "{}" in cue:
@@ -366,8 +374,10 @@ class _Reader:
         correction: bool,
         confirming: bool = False,
         opening: bool = False,
+        language: str | None = None,
     ) -> None:
         self.template = template
+        self.language = language or ("zh" if any(map(is_cjk, text)) else "en")
         self.confirming = confirming
         self.opening = opening
         self.text = text
@@ -409,6 +419,8 @@ class _Reader:
         source: str = "cue",
     ) -> None:
         source = "loose" if loose else source
+        if self.kinds[slot.name] == "place" and isinstance(value, str):
+            value = places.canonical(value, self.language)
         self.cands[slot.name].append(
             _Candidate(value, start, end, self.negated(start), loose=loose, source=source)
         )
@@ -741,6 +753,8 @@ class _Reader:
                 _Candidate(max(pieces, key=len), 0, 0, False, source="rest")
             )
             return
+        if kind == "place":
+            pieces = [places.canonical(p, self.language) for p in pieces]
         piece = pieces[-1] if self.correction else pieces[0]
         if kind == "choice":
             value = _choice_prefix(slot, piece)
@@ -782,6 +796,13 @@ class _Reader:
             kept = [c for c in cands if not c.negated]
             if not kept:
                 continue
+            if self.kinds[slot.name] == "place":  # 上海 and 上海虹桥 from two cues: the city
+                shorter = {str(c.value) for c in kept}
+                kept = [
+                    c
+                    for c in kept
+                    if not any(str(c.value).startswith(o) and str(c.value) != o for o in shorter)
+                ]
             distinct = {repr(c.value): c.value for c in kept}
             if len(distinct) > 1 and not self.correction:
                 # "economy or business?", "明天或者后天": ask rather than guess.
@@ -975,6 +996,17 @@ def _read_after(reader: _Reader, pos: int, stop: int, kind: str) -> tuple[Any, i
         if m and re.search(r"\d", m.group()):
             return m.group(), m.start(), m.end()
         return None
+    if kind == "place":
+        token = re.match(r"[A-Z]{3}(?![A-Za-z])", text[start:stop])
+        if token and places.gazetteer().code(token.group()):
+            return token.group(), start, start + 3
+        known = places.gazetteer().at(text, start)
+        if known is not None and known[1] <= stop:
+            end = known[1]
+            airport = re.match(r"[\u3400-\u9fff]{1,4}?(?:国际)?机场", text[end:stop])
+            if airport:  # 上海虹桥机场: the airport, not only its city
+                end += airport.end()
+            return text[start:end], start, end
     if is_cjk(text[start]):
         end = start
         while end < stop and (is_cjk(text[end]) or text[end] == "·"):
@@ -1035,6 +1067,15 @@ def _read_before(reader: _Reader, floor: int, pos: int, kind: str) -> tuple[Any,
         end -= 1
     if end <= floor:
         return None
+    if kind == "place":
+        token = re.search(r"(?<![A-Za-z])[A-Z]{3}$", text[floor:end])
+        if token and places.gazetteer().code(token.group()):
+            return token.group(), end - 3, end
+        known = places.gazetteer().before(text, end)
+        if known is not None and known[1] >= floor:
+            return text[known[1] : end], known[1], end
+        if floor > 0 and any(e == floor for _, e in reader.claims) and is_cjk(text[end - 1]):
+            return None  # 上海虹桥出发: 虹桥 only says where in 上海, already read
     if is_cjk(text[end - 1]):
         start = end
         while start > floor and is_cjk(text[start - 1]):
@@ -1102,6 +1143,7 @@ def extract(
         correction=is_correction(text),
         confirming=confirming,
         opening=opening,
+        language=language,
     )
     reader.patterns()
     reader.dates()

@@ -1,0 +1,131 @@
+"""Cities people fly between, by their English and Chinese names and airport codes.
+
+The data (``data/places.tsv``) is built from airportsdata and GeoNames by
+``tools/build_places.py``; it is read once, the first time a place is looked up. A place is
+stored under its own name in the script the user wrote it in (上海, Shanghai), and an airport
+code (PVG) under the city's name in the language of the conversation.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .text import fold, is_cjk
+
+_LATIN_WORD = re.compile(r"[a-z][a-z'.\-]*")
+_CODE = re.compile(r"[A-Z]{3}")
+_DATA = Path(__file__).with_name("data") / "places.tsv"
+
+
+@dataclass(frozen=True)
+class Place:
+    """A city: its English name, its Chinese name (if known), airport codes, country."""
+
+    en: str
+    zh: str | None
+    codes: tuple[str, ...]
+    country: str
+
+    def name(self, language: str) -> str:
+        return self.zh if language == "zh" and self.zh else self.en
+
+
+@dataclass(frozen=True)
+class Gazetteer:
+    names: dict[str, Place]
+    """Folded name (English or Chinese) -> its city (the most populous, when shared)."""
+    spelled: dict[str, str]
+    """Folded name -> how the data spells it ("new york" -> "New York")."""
+    codes: dict[str, Place]
+    longest_zh: int
+    longest_en: int
+
+    def code(self, token: str) -> Place | None:
+        """The city an airport or city code names ("PEK", "SHA"), if the token is one."""
+        return self.codes.get(token) if _CODE.fullmatch(token) else None
+
+    def at(self, text: str, pos: int) -> tuple[Place, int] | None:
+        """The longest city name starting at ``text[pos]`` and where it ends."""
+        folded = fold(text)
+        if pos >= len(text):
+            return None
+        if is_cjk(text[pos]):
+            for n in range(min(self.longest_zh, len(text) - pos), 1, -1):
+                place = self.names.get(folded[pos : pos + n])
+                if place is not None:
+                    return place, pos + n
+            return None
+        words: list[re.Match[str]] = []
+        for m in _LATIN_WORD.finditer(folded, pos):
+            if (words and folded[words[-1].end() : m.start()].strip()) or (
+                not words and m.start() != pos
+            ):
+                break
+            words.append(m)
+            if len(words) >= self.longest_en:
+                break
+        for n in range(len(words), 0, -1):
+            end = words[n - 1].end()
+            place = self.names.get(folded[pos:end].rstrip(".'"))
+            if place is not None:
+                return place, pos + len(folded[pos:end].rstrip(".'"))
+        return None
+
+    def before(self, text: str, end: int) -> tuple[Place, int] | None:
+        """The longest city name ending at ``text[end]`` and where it starts."""
+        folded = fold(text)
+        for n in range(min(max(self.longest_zh, 30), end), 1, -1):
+            start = end - n
+            place = self.names.get(folded[start:end])
+            if place is not None and (
+                not folded[start].isalpha()
+                or start == 0
+                or not folded[start - 1].isalpha()
+                or is_cjk(folded[start])
+            ):
+                return place, start
+        return None
+
+
+@functools.cache
+def gazetteer() -> Gazetteer:
+    """The cities, read from the package's data file on first use."""
+    names: dict[str, Place] = {}
+    spelled: dict[str, str] = {}
+    codes: dict[str, Place] = {}
+    text = _DATA.read_text("utf-8")
+    # fold() keeps lengths, so the file is folded once and read beside itself, line by line
+    for line, folded_line in zip(text.splitlines(), fold(text).splitlines(), strict=True):
+        if not line or line.startswith("#"):
+            continue
+        en_names, zh_names, code_list, country, _population = line.split("\t")
+        english = en_names.split("|")
+        chinese = [n for n in zh_names.split("|") if n]
+        place = Place(
+            english[0], chinese[0] if chinese else None, tuple(code_list.split("|")), country
+        )
+        keys = [k for k in "|".join(folded_line.split("\t")[:2]).split("|") if k]
+        for name, key in zip([*english, *chinese], keys, strict=True):
+            names.setdefault(key, place)
+            if key != name:
+                spelled.setdefault(key, name)
+        for code in place.codes:
+            codes.setdefault(code, place)
+    longest_zh = max((len(n) for n in names if is_cjk(n[0])), default=2)
+    longest_en = max((len(n.split()) for n in names if not is_cjk(n[0])), default=1)
+    return Gazetteer(names, spelled, codes, longest_zh, longest_en)
+
+
+def canonical(value: str, language: str) -> str:
+    """A place as stored: a city as the user named it, spelled as the data spells that name
+    ("new york" -> "New York", "上海市" -> "上海市"); a code as the city's name in ``language``
+    ("PEK" -> "Beijing" or 北京); anything unknown as it was written."""
+    found = gazetteer()
+    stripped = value.strip()
+    place = found.code(stripped)
+    if place is not None:
+        return place.name(language)
+    return found.spelled.get(fold(stripped), stripped)
