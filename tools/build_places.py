@@ -13,10 +13,11 @@ for each city's population and its Chinese names. A city is kept when it has an 
 with an IATA code (its own, or one whose name starts with the city's: "Xi'an Xianyang
 International" serves Xi'an) and at least MIN_POPULATION people. Chinese names are given in
 simplified characters first (OpenCC, Apache-2.0); for a Chinese city, only the names that
-read like its English name (pypinyin, MIT) are kept, so a district's or an old name is not. Each line: English names (| between, the
-first is the city's), Chinese names (| between, the first to show), codes (| between: the
-airports, and the metropolitan code where there is one), country, population (lines are in
-order of population, so a code two cities share goes to the larger).
+read like its English name (pypinyin, MIT) are kept, so a district's or an old name is not.
+Each line: English names (| between, the first is the city's), Chinese names (| between,
+the first to show), codes (| between: the airports, and the metropolitan code where there
+is one), country, population (lines are in order of population, so a code two cities share
+goes to the larger).
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def main() -> None:
                 codes[city["geonameid"]].add(airport["iata"])
     lines = []
     for geonameid, found in codes.items():
-        city = cities[str(geonameid)] if str(geonameid) in cities else None
+        city = cities.get(str(geonameid))
         if city is None or city["population"] < MIN_POPULATION:
             continue
         name, country = plain(city["name"]), city["countrycode"]
