@@ -1,6 +1,6 @@
 """How often does the conversation engine understand people as they really talk? (issue 8)
 
-Run: ``python bench/understanding.py [--set dev|heldout|all] [--json PATH] [--show-failures N]``.
+Run: ``python bench/understanding.py [--set dev|dev2|heldout|all] [--json PATH] [--show-failures N]``.
 Each case of ``bench/understanding/<set>.json`` (format: ``notes/understanding-format.md``) is
 one user's conversation with the demo agents, replayed turn by turn through
 ``Conversation(runtime).handle`` in a fresh in-memory runtime with its own ledger and the
@@ -45,7 +45,8 @@ from relaystate.demo import templates
 from relaystate.demo.after_sales import MODELS
 
 SETS_DIR = HERE / "understanding"
-SET_NAMES = ("dev", "heldout")
+SET_NAMES = ("dev", "dev2", "heldout")
+"""dev and dev2 are tuned on; heldout is only ever scored."""
 DEFAULT_NOW = "2026-11-29T10:00:00"
 """A Sunday; the format's default clock."""
 SCOPE = Scope.user("u")

@@ -66,6 +66,9 @@ DEFAULT_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
         "en": [
             "my name is",
             "my name's",
+            "her name is",
+            "his name is",
+            "their name is",
             "name is",
             "name's",
             "passenger is",
@@ -97,6 +100,11 @@ DEFAULT_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
             "旅客是",
             "旅客",
             "叫我",
+            "她叫",
+            "他叫",
+            "她的名字是",
+            "他的名字是",
+            "叫做",
         ],
     },
     "order_id": {
@@ -233,7 +241,7 @@ _NOT_CHOICE_NEXT = frozenset(
         "times of thing things hour hours"
     )
 )
-_WORD = re.compile(r"[^\W\d_][^\W\d_'.\-]*")
+_WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|['.\-](?=[^\W\d_]))*")
 _CODE = re.compile(
     r"(?<![A-Za-z0-9])(?P<letters>[A-Za-z]{2,5})[\s\-_#.]?(?P<digits>\d{3,})(?![0-9])"
 )
@@ -519,8 +527,9 @@ class _Reader:
                 self.items.append(_Item("choice", start, end, terms[term], slot=slot.name))
             if any(i.kind == "choice" and i.slot == slot.name for i in self.items):
                 continue
-            slips = fuzzy.latin(self.folded, terms)
-            if self.expecting is not None and self.expecting.name == slot.name:
+            asked = self.expecting is not None and self.expecting.name == slot.name
+            slips = fuzzy.latin(self.folded, terms, asked=asked)
+            if asked:
                 slips += fuzzy.chinese(self.folded, terms)
             for start, end, value in slips:
                 if not overlaps(start, end, self.taken()):
@@ -738,16 +747,17 @@ class _Reader:
         if not pieces:
             return
         if kind in ("place", "person") and slot.pattern is None:
-            for other in pieces:
-                if _FALLBACK_STOP.search(fold(other)):
-                    what = "a place" if kind == "place" else "a name"
-                    given = ", ".join(pieces)
-                    self.errors[slot.name] = Problem(
-                        "place" if kind == "place" else "name",
-                        f"{given!r} does not look like {what}",
-                        value=given,
-                    )
-                    return
+            # "it's for my son, Tom Hanks": the clause that reads as the answer, if one does
+            shaped = [p for p in pieces if _shape_problem(p, kind) is None]
+            if not shaped:
+                given = ", ".join(pieces)
+                self.errors[slot.name] = _shape_problem(given, kind) or Problem(
+                    kind if kind == "place" else "name",
+                    f"{given!r} does not look like {'a place' if kind == 'place' else 'a name'}",
+                    value=given,
+                )
+                return
+            pieces = shaped
         if kind == "text":
             self.cands[slot.name].append(
                 _Candidate(max(pieces, key=len), 0, 0, False, source="rest")

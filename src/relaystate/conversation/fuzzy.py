@@ -13,6 +13,8 @@ from collections.abc import Mapping
 
 CUTOFF = 80.0
 """The lowest rapidfuzz ratio (0-100) a Latin word may have to count as a choice."""
+ASKED_CUTOFF = 70.0
+"""The same when the task just asked for that slot: two slips in a word ("ecomony")."""
 MARGIN = 5.0
 """How far the best choice must be ahead of the next one."""
 MIN_LENGTH = 5
@@ -21,8 +23,12 @@ MIN_LENGTH = 5
 _LATIN = re.compile(r"[a-z0-9][a-z0-9'.\-]*")
 
 
-def latin(folded: str, terms: Mapping[str, str]) -> list[tuple[int, int, str]]:
-    """(start, end, choice) for the runs of 1-3 Latin words that are close to a choice term."""
+def latin(
+    folded: str, terms: Mapping[str, str], *, asked: bool = False
+) -> list[tuple[int, int, str]]:
+    """(start, end, choice) for the runs of 1-3 Latin words that are close to a choice term;
+    ``asked`` when the task just asked for this choice (a looser match then)."""
+    cutoff = ASKED_CUTOFF if asked else CUTOFF
     from rapidfuzz import fuzz, process
 
     words = list(_LATIN.finditer(folded))
@@ -42,7 +48,7 @@ def latin(folded: str, terms: Mapping[str, str]) -> list[tuple[int, int, str]]:
             if len(text.replace(" ", "")) < MIN_LENGTH or text in terms:
                 continue
             best = process.extract(text, candidates, scorer=fuzz.ratio, limit=2)
-            if not best or best[0][1] < CUTOFF:
+            if not best or best[0][1] < cutoff:
                 continue
             if (
                 len(best) > 1
