@@ -178,7 +178,7 @@ def test_flight_false_positives(text: str) -> None:
     ("text", "values"),
     [
         ("business trip to Shanghai", {"destination": "Shanghai"}),
-        ("Book a flight for Li Lei to Tokyo", {"destination": "Tokyo"}),
+        ("Book a flight for Li Lei to Tokyo", {"destination": "Tokyo", "passenger_name": "Li Lei"}),
         ("I don't want economy, business please", {"cabin_class": "business"}),
         ("改到上海", {"destination": "上海"}),
         ("我从上海来", {"origin": "上海"}),

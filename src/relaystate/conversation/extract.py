@@ -34,7 +34,7 @@ from ..templates import Slot, TaskTemplate
 from . import fuzzy, places
 from .dates import DateCandidate, scan_dates
 from .intents import REQUEST, control_word, is_correction, is_question, is_yes
-from .numbers import NumberMatch, find_numbers
+from .numbers import NumberMatch, find_numbers, number_to_cn
 from .text import SENTENCE_END, fold, is_cjk, overlaps, phrases, strip_punct, wordlist
 
 EXTRACTORS = ("text", "place", "person", "order_id", "amount", "number")
@@ -83,6 +83,7 @@ DEFAULT_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
             "i'm",
             "i am",
             "this is",
+            "for",
         ],
         "zh": [
             "我叫",
@@ -158,9 +159,11 @@ _EN_STOP = frozenset(
     our their his her me us them now soon one two both also too ok okay economy business
     first date passenger name order refund check change confirm cancel know see ask make pay
     buy do have say tell find look talk speak stay meet visit help show give take use try
-    start finish work call email send"""
+    start finish work call email send hi hello hey there dear sorry cheers regards good"""
     )
 )
+_ADVERBS = frozenset(["first", "second", "last", "next", "standard", "normal"])
+"""Choice words that can also open a sentence as an adverb ("First, I need...")."""
 _NAME_PARTICLES = frozenset(
     ["de", "da", "del", "della", "di", "la", "le", "van", "von", "du", "el"]
 )
@@ -187,7 +190,7 @@ _BLOCKERS = phrases(
     )
 )
 #: Person cues that also start other sentences: their value must be capitalised.
-_WEAK_CUES = frozenset(["i'm", "i am", "this is"])
+_WEAK_CUES = frozenset(["i'm", "i am", "this is", "for"])
 _CUE_SUFFIXES_EN = ("is", "was", "to", "should be", "will be", ":", "=")
 _CUE_SUFFIXES_ZH = ("改成", "改为", "换成", "换为", "是", "为", "叫", ":")
 _CONNECTOR = re.compile(
@@ -330,11 +333,31 @@ def _cues(slot: Slot, kind: str) -> list[tuple[str, bool]]:
 
 
 def _choice_terms(slot: Slot) -> dict[str, str]:
+    """Each way of writing a choice -> the choice: its name and synonyms, and each of those
+    with its number joined or apart and said in Chinese ("pixel8", "小米十四")."""
     assert slot.choices is not None
-    terms = {" ".join(fold(c).split()): c for c in slot.choices}
-    for synonym, choice in slot.synonyms.items():
-        terms.setdefault(" ".join(fold(synonym).split()), choice)
+    named = [(c, c) for c in slot.choices] + list(slot.synonyms.items())
+    terms: dict[str, str] = {}
+    for written, choice in named:
+        terms.setdefault(" ".join(fold(written).split()), choice)
+    for written, choice in named:
+        for variant in _number_variants(" ".join(fold(written).split())):
+            terms.setdefault(variant, choice)
     return terms
+
+
+def _number_variants(term: str) -> list[str]:
+    """ "iphone 16" -> "iphone16", "iphone 十六"; "苹果16" -> "苹果十六"."""
+    if not re.search(r"\d", term):
+        return []
+    joined = re.sub(r"(?<=[^\W\d_])\s+(?=\d)", "", term)
+    apart = re.sub(r"(?<=[a-z])(?=\d)", " ", term)
+
+    def spoken(m: re.Match[str]) -> str:
+        return number_to_cn(int(m.group())) or m.group()
+
+    said = [re.sub(r"\d+", spoken, t) for t in (term, joined)]
+    return [v for v in dict.fromkeys([joined, apart, *said]) if v != term]
 
 
 # --- one utterance -------------------------------------------------------------------------
@@ -515,7 +538,7 @@ class _Reader:
                 if overlaps(start, end, self.taken()):
                     continue
                 term = " ".join(m.group().split())
-                if term.isascii() and self._adverb(start, end, slot):
+                if term in _ADVERBS and self._adverb(start, end, slot):
                     continue
                 if term.isascii():
                     following = re.match(r"\s+([a-z]+)", self.folded[end:])
@@ -630,6 +653,8 @@ class _Reader:
         weak = cue in _WEAK_CUES
         if found is not None and weak and not all(w[:1].isupper() for w in str(found[0]).split()):
             return None
+        if found is not None and weak and kind == "person" and _is_place(str(found[0])):
+            return None  # "a flight for Beijing"
         return found
 
     def capture_before(self, hit: _Hit, kind: str) -> tuple[Any, int, int] | None:
@@ -693,6 +718,31 @@ class _Reader:
                 chars[i] = "\x00"
         return "".join(chars)
 
+    def named(self) -> None:
+        """A clause that is nothing but a capitalised name ("for my mom, Li Fang, from
+        Guangzhou", "economy, Tom Hughes") is the one person slot's value, when no cue gave
+        one; a place or a choice is not a name."""
+        people = [s for s in self.template.slots if self.kinds[s.name] == "person"]
+        if len(people) != 1 or self.cands[people[0].name] or not self.cased:
+            return
+        slot = people[0]
+        masked = self.masked()
+        for m in re.finditer(r"[^,;:!?\n\x00]+", masked):
+            clause = m.group().strip()
+            words = clause.split()
+            if not 2 <= len(words) <= 4 or not all(_WORD.fullmatch(w) for w in words):
+                continue
+            if not all(w[0].isupper() for w in words) or any(
+                fold(w) in _EN_NAME_STOP for w in words
+            ):
+                continue
+            if _is_place(clause) or _shape_problem(clause, "person") is not None:
+                continue
+            start = m.start() + m.group().index(clause)
+            self.add(slot, clause, start, start + len(clause), source="loose")
+            self.claim(start, start + len(clause))
+            return
+
     def fragments(self, *, free: bool) -> list[str]:
         """What is left of the utterance once every value read from it is taken out, in
         pieces, trimmed of filler; ``free`` text keeps its clauses together."""
@@ -748,7 +798,12 @@ class _Reader:
             return
         if kind in ("place", "person") and slot.pattern is None:
             # "it's for my son, Tom Hanks": the clause that reads as the answer, if one does
-            shaped = [p for p in pieces if _shape_problem(p, kind) is None]
+            if kind == "place":  # a known city, or nothing that reads as something else
+                shaped = [p for p in pieces if _is_place(p)]
+                if not shaped and not any(_FALLBACK_STOP.search(fold(p)) for p in pieces):
+                    shaped = pieces
+            else:
+                shaped = [p for p in pieces if _shape_problem(p, kind) is None]
             if not shaped:
                 given = ", ".join(pieces)
                 self.errors[slot.name] = _shape_problem(given, kind) or Problem(
@@ -759,9 +814,13 @@ class _Reader:
                 return
             pieces = shaped
         if kind == "text":
-            self.cands[slot.name].append(
-                _Candidate(max(pieces, key=len), 0, 0, False, source="rest")
-            )
+            # "my refund please" names the task, it does not answer the question
+            names = _template_words(self.template)
+            said = [p for p in pieces if slot.pattern or _meaningful(_drop(p, names))]
+            if said:
+                self.cands[slot.name].append(
+                    _Candidate(max(said, key=len), 0, 0, False, source="rest")
+                )
             return
         if kind == "place":
             pieces = [places.canonical(p, self.language) for p in pieces]
@@ -979,6 +1038,11 @@ def _shape_problem(value: str, kind: str) -> Problem | None:
     return None
 
 
+def _is_place(value: str) -> bool:
+    known = places.gazetteer().at(value, 0)
+    return known is not None and known[1] >= len(value.rstrip(".' "))
+
+
 def _looks_like_name(value: str) -> bool:
     cjk = sum(map(is_cjk, value))
     if cjk:
@@ -1162,6 +1226,7 @@ def extract(
     reader.blockers()
     reader.cues()
     reader.loose()
+    reader.named()
     reader.guard()
     reader.fallback()
     reader.leftover()

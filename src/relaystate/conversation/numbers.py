@@ -84,6 +84,19 @@ def _tidy(value: float) -> int | float:
     return int(value) if float(value).is_integer() else value
 
 
+_CN_SPOKEN = "零一二三四五六七八九"
+
+
+def number_to_cn(n: int) -> str | None:
+    """0-99 as Chinese numerals, as they are said: 8 -> 八, 14 -> 十四, 60 -> 六十, 15 -> 十五."""
+    if not 0 <= n <= 99:
+        return None
+    tens, ones = divmod(n, 10)
+    if not tens:
+        return _CN_SPOKEN[ones]
+    return ("" if tens == 1 else _CN_SPOKEN[tens]) + "十" + (_CN_SPOKEN[ones] if ones else "")
+
+
 def cn_to_number(text: str) -> int | float | None:
     """Chinese numerals to a number: 三百 -> 300, 两百五十 -> 250, 三百五 -> 350, 一万二 -> 12000,
     三点五 -> 3.5, 二〇二七 -> 2027. None when ``text`` is not a numeral."""
