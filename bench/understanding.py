@@ -1,6 +1,7 @@
 """How often does the conversation engine understand people as they really talk? (issue 8)
 
-Run: ``python bench/understanding.py [--set dev|dev2|heldout|all] [--json PATH] [--show-failures N]``.
+Run: ``python bench/understanding.py [--set dev|dev2|heldout|all] [--json PATH]``
+(``--show-failures N`` lists N wrong fields).
 Each case of ``bench/understanding/<set>.json`` (format: ``notes/understanding-format.md``) is
 one user's conversation with the demo agents, replayed turn by turn through
 ``Conversation(runtime).handle`` in a fresh in-memory runtime with its own ledger and the
