@@ -38,7 +38,7 @@ FLIGHT_EN = [
 ]
 REFUND_EN = [
     ("I want a refund", "order number"),
-    ("it is 10001", "does not match the expected form"),
+    ("it is 1001", "does not match the expected form"),
     ("ORD-10001", "Why do you want a refund?"),
     ("it stopped working", "How much"),
     ("$120", "amount: 120"),

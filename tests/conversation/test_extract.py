@@ -420,8 +420,9 @@ def test_refund_utterances(text: str, expecting: str | None, values: dict[str, A
 @pytest.mark.parametrize(
     ("text", "expecting", "slot", "reason"),
     [
-        ("12345", "order_number", "order_number", "does not match the expected form"),
-        ("order 12345", None, "order_number", "does not match the expected form"),
+        ("1234", "order_number", "order_number", "does not match the expected form"),
+        ("order 1234", None, "order_number", "does not match the expected form"),
+        ("ABC-12345", "order_number", "order_number", "does not match the expected form"),
         ("ORD-12345 or ORD-54321?", None, "order_number", "more than one value"),
         ("ORD-1234", "order_number", "order_number", "does not match the expected form"),
         ("0", "amount", "amount", "more than zero"),
@@ -435,6 +436,25 @@ def test_refund_invalid_values(text: str, expecting: str | None, slot: str, reas
     result = run(REFUND, text, expecting=expecting)
     assert slot not in result.values
     assert reason in result.errors[slot]
+
+
+@pytest.mark.parametrize(
+    ("text", "expecting"),
+    [
+        ("order #10003, like 1,000", None),
+        ("我要退款，订单号是10003", None),
+        ("order number is 10003", None),
+        ("10003", "order_number"),
+    ],
+)
+def test_the_digits_of_an_identifier_whose_letters_go_without_saying(
+    text: str, expecting: str | None
+) -> None:
+    assert run(REFUND, text, expecting=expecting).values["order_number"] == "ORD-10003"
+
+
+def test_digits_that_are_not_after_an_order_cue_are_no_order_number() -> None:
+    assert "order_number" not in run(REFUND, "I bought 10003 stickers").values
 
 
 def test_a_date_is_never_an_amount() -> None:

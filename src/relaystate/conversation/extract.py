@@ -84,6 +84,8 @@ DEFAULT_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
             "i am",
             "this is",
             "for",
+            "it's",
+            "it is",
         ],
         "zh": [
             "我叫",
@@ -190,9 +192,11 @@ _BLOCKERS = phrases(
     )
 )
 #: Person cues that also start other sentences: their value must be capitalised.
-_WEAK_CUES = frozenset(["i'm", "i am", "this is", "for"])
+_WEAK_CUES = frozenset(["i'm", "i am", "this is", "for", "it's", "it is"])
 _CUE_SUFFIXES_EN = ("is", "was", "to", "should be", "will be", ":", "=")
 _CUE_SUFFIXES_ZH = ("改成", "改为", "换成", "换为", "是", "为", "叫", ":")
+_CONNECTOR_TAIL = re.compile(r"(?:\s|[:：=#]|(?<![a-z])(?:is|number|no\.?|id)|是|为|号)*$")
+_BACK = re.compile(r"\s*(?:bucks|dollars?|yuan|rmb)?\s+back(?![a-z])")
 _CONNECTOR = re.compile(
     r"(?:\s|[:=#]|(?<![a-z])(?:is|was|are|be|will be|should be|of|no\.|number|id|about|"
     r"around|on|for)(?![a-z])|是|为|叫|号|在|了)*"
@@ -236,6 +240,8 @@ _NOT_BUT = (
     re.compile(r"^\s*(?:并?不是|不要)(?P<old>.+?)[，,\s]*(?:而)?是(?P<new>.+)$"),
     re.compile(r"^\s*not\s+(?P<old>.+?),?\s+but\s+(?P<new>.+)$", re.IGNORECASE),
     re.compile(r"^\s*not\s+(?P<old>[^,]+),\s*(?P<new>.+)$", re.IGNORECASE),
+    re.compile(r"^\s*(?:应该)?是?(?P<new>[^，,]+?)[，,\s]*(?:而)?不是(?P<old>.+)$"),
+    re.compile(r"^\s*(?P<new>.+?),?\s+not\s+(?P<old>[^,]+)$", re.IGNORECASE),
 )
 #: Words after an English choice word that show it is not the choice ("business trip").
 _NOT_CHOICE_NEXT = frozenset(
@@ -514,6 +520,32 @@ class _Reader:
                     self.claim(m.start(), m.end())
                     self.anchors += 1
                     return
+        self._bare_digits(slot)
+
+    def _bare_digits(self, slot: Slot) -> None:
+        """The digits of an identifier whose letters go without saying: "order #10003",
+        "订单号是10001" (after one of the slot's cues), or "10001" when it was asked for."""
+        assert slot.pattern is not None
+        prefix = re.match(r"\^?([A-Za-z]+)", slot.pattern)
+        if prefix is None:
+            return
+        letters = prefix.group(1).upper()
+        cues = [" ".join(fold(c).split()) for c, before in _cues(slot, "order_id") if not before]
+        asked = self.expecting is not None and self.expecting.name == slot.name
+        for m in re.finditer(r"(?<![A-Za-z0-9\-])#?(\d{3,})(?!\d|[.,]\d)", self.plain):
+            if overlaps(m.start(), m.end(), self.claims):
+                continue
+            head = self.folded[: m.start()].rstrip()
+            head = _CONNECTOR_TAIL.sub("", head)
+            cued = any(head.endswith(c) for c in cues if c)
+            if not (cued or asked):
+                continue
+            for value in (f"{letters}-{m.group(1)}", f"{letters}{m.group(1)}"):
+                if re.fullmatch(slot.pattern, value):
+                    self.add(slot, value, m.start(), m.end(), source="pattern")
+                    self.claim(m.start(), m.end())
+                    self.anchors += 1
+                    return
 
     def dates(self) -> None:
         relevant = any(kind == "date" for kind in self.kinds.values())
@@ -653,8 +685,15 @@ class _Reader:
         weak = cue in _WEAK_CUES
         if found is not None and weak and not all(w[:1].isupper() for w in str(found[0]).split()):
             return None
-        if found is not None and weak and kind == "person" and _is_place(str(found[0])):
-            return None  # "a flight for Beijing"
+        if found is not None and weak and kind == "person":
+            after = self.text[found[2] : found[2] + 2]
+            items = [(i.start, i.end) for i in self.items]
+            if (
+                _is_place(str(found[0]))
+                or re.match(r"[\w\-#]\d|\d", after)
+                or overlaps(found[1], found[2], items)
+            ):
+                return None  # "a flight for Beijing", "back for ORD-10002"
         return found
 
     def capture_before(self, hit: _Hit, kind: str) -> tuple[Any, int, int] | None:
@@ -682,16 +721,25 @@ class _Reader:
         if money:
             for item in self.items:
                 if item.kind == "money" and not item.used:
-                    self.add(money[0], item.value, item.start, item.end, loose=True)
+                    # "49 bucks", "¥80": an amount by its currency, which only this slot takes
+                    self.add(money[0], item.value, item.start, item.end, source="number")
+                    back = _BACK.match(self.folded, item.end)
+                    if back:
+                        self.claim(item.start, back.end())
         numeric = [s for s in self.template.slots if self.kinds[s.name] in ("amount", "number")]
-        if len(numeric) == 1 and not self.cands[numeric[0].name]:
+        asked_other = self.expecting is not None and self.expecting.name not in (
+            s.name for s in numeric
+        )
+        if len(numeric) == 1 and not self.cands[numeric[0].name] and not asked_other:
             # A bare number changes the one number slot at the confirmation ("150"), and
             # anywhere when it stands as a clause of its own ("refund ORD-10003, broken, 100").
             for n in self.numbers:
                 if overlaps(n.start, n.end, self.taken()):
                     continue
-                if self.confirming or self._own_clause(n.start, n.end):
+                back = _BACK.match(self.folded, n.end)  # "two hundred back", "my 49 bucks back"
+                if self.confirming or back or self._own_clause(n.start, n.end):
                     self.add(numeric[0], n.value, n.start, n.end, source="number")
+                    self.claim(n.start, back.end() if back else n.end)
         for slot in date_slots:
             bad = [i for i in self.items if i.kind == "date" and i.value is None and not i.used]
             if not self.cands[slot.name] and bad and bad[0].reason:
@@ -706,7 +754,10 @@ class _Reader:
         tail = re.match(r"[^,，;；。!！?？\n]*", self.text[end:])
         around = (head.group() if head else "") + " " + (tail.group() if tail else "")
         return not re.sub(
-            r"[\s¥$€£元块人民币吧啊呀了的]|dollars?|bucks|rmb|yuan|please", "", around.lower()
+            r"[\s¥$€£元块人民币吧啊呀了的]|dollars?|bucks|rmb|yuan|please|like|about|around"
+            r"|maybe|roughly|just|only|back|大概|大约|差不多|就|只",
+            "",
+            around.lower(),
         )
 
     def masked(self) -> str:
@@ -1048,6 +1099,8 @@ def _looks_like_name(value: str) -> bool:
     if cjk:
         return cjk == len(value.replace("·", "")) and 2 <= cjk <= 6
     words = value.split()
+    if all(fold(w) in _EN_STOP for w in words):
+        return False  # "the", "it's me"
     return 1 <= len(words) <= 4 and all(_WORD.fullmatch(w) for w in words)
 
 

@@ -173,6 +173,10 @@ CONTROL: Mapping[str, re.Pattern[str]] = {
             "forget about it",
             "never mind",
             "nevermind",
+            "nvm",
+            "scrap it",
+            "scrap that",
+            "don't bother",
             "stop",
             "abort",
             "quit",
@@ -188,6 +192,12 @@ CONTROL: Mapping[str, re.Pattern[str]] = {
             "不弄了",
             "不办了",
             "不去了",
+            "不修了",
+            "不换了",
+            "不做了",
+            "不飞了",
+            "不寄了",
+            "不查了",
             "不需要了",
             "放弃",
             "作罢",
@@ -369,13 +379,13 @@ REQUEST = phrases(
 _CORRECTION = re.compile(
     r"(?<![a-z])(?:actually|instead|rather|correction|scratch that|i meant|i mean|"
     r"(?:change|switch|update|set)\s+(?:(?:it|that|this)\s+|(?:the|my)\s+[a-z]+(?:\s+[a-z]+)?\s+)?to|"
-    r"make\s+(?:it|that|this)|not\s+.+?\s+but)(?![a-z])"
+    r"make\s+(?:it|that|this)|not\s+.+?\s+but|(?:is|was|are)\s+wrong)(?![a-z])|'s\s+wrong(?![a-z])"
     r"|^\s*(?:no|nope|nah|sorry|oops|wait)\b(?![\s,.!]+(?:problem|worries|doubt|thanks))"
     r"[\s,.!]+\S|^\s*not\s+[^,]+,\s*\S"
     # a value taken back in the middle: "Friday, no, Saturday", "120, sorry, 150"
     r"|[,;]\s*(?:oh\s+)?(?:no|nope|wait|sorry|oops|i mean|or rather|make that)(?![a-z])"
     r"|改成|改为|改到|改一下|改下|换成|换为|换到|变成|不对(?!劲)|更正|应该是|我是说|我的意思是|"
-    r"搞错了|说错了|其实|更改|修改|不是.+?是|[哦噢啊呃额]\s*不[，,\s]|[，,]\s*不[，,]"
+    r"搞错了|说错了|打错了|写错了|填错了|弄错了|其实|更改|修改|不是.+?是|[哦噢啊呃额]\s*不[，,\s]|[，,]\s*不[，,]"
 )
 _QUESTION = re.compile(
     r"[?？]\s*$|吗\s*[?？。.!！]?\s*$|"

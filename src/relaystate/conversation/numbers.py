@@ -85,6 +85,7 @@ def _tidy(value: float) -> int | float:
 
 
 _CN_SPOKEN = "零一二三四五六七八九"
+_ONE_AS_WORD = re.compile(r"[下直共起些点样定般旦切会致再向边面路同律概时旁瞬周看]")
 
 
 def number_to_cn(n: int) -> str | None:
@@ -255,6 +256,8 @@ def find_numbers(text: str) -> list[NumberMatch]:
     for m in () if folded.isascii() else _CN.finditer(folded):
         if not any(ch in "零〇一二两三四五六七八九十" for ch in m.group()):
             continue
+        if m.group() == "一" and _ONE_AS_WORD.match(folded, m.end()):
+            continue  # 一下, 一直, 一共, 一起: a word, not the number one
         cn = cn_to_number(m.group())
         if cn is not None:
             found.append((m.start(), m.end(), float(cn)))

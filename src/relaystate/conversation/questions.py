@@ -82,7 +82,7 @@ def read(text: str, template: TaskTemplate, step: NextStep) -> Question | None:
     when it is not a question about it."""
     folded = " ".join(fold(text).split())
     asked = template.slot(step.slot) if isinstance(step, AskSlot) else None
-    mentioned = _mentioned(template, folded)
+    mentioned = slot_named(template, folded)
     if _WHY.search(folded) and (is_question(text) or "?" in text or "？" in text):
         return Question("why", mentioned or asked)
     if _HELP.search(folded):
@@ -116,8 +116,9 @@ def answer(
     return w["value"].format(label=slot.label(language), value=slot.display(value, language))
 
 
-def _mentioned(template: TaskTemplate, folded: str) -> Slot | None:
-    """The slot the question names: by its label or name, else by the kind of thing asked."""
+def slot_named(template: TaskTemplate, folded: str) -> Slot | None:
+    """The slot a (folded) message names: by its label or name, else by the kind of thing it
+    asks about ("who", "名字", "when")."""
     for slot in template.slots:
         words = {fold(label) for label in slot.labels.values()} | {
             slot.name.replace("_", " "),

@@ -29,6 +29,7 @@ from ..templates import TaskTemplate
 from .extract import Extraction, extract
 from .intents import REQUEST as _REQUEST
 from .intents import is_correction, is_no, is_yes
+from .questions import slot_named
 from .text import fold, phrases
 
 MIN_SCORE = 1.5
@@ -172,6 +173,9 @@ def _score_open(
     step = next_step(state)  # type: ignore[operator]
     expecting = step.slot if isinstance(step, AskSlot) else None
     confirming = isinstance(step, AskConfirmation)
+    if confirming and is_correction(text):  # "名字打错了，是张伟", "the name's wrong, it's..."
+        named_slot = slot_named(template, folded)
+        expecting = named_slot.name if named_slot is not None else None
     found = extract(
         template,
         text,
