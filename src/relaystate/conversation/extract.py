@@ -199,7 +199,7 @@ _CONNECTOR_TAIL = re.compile(r"(?:\s|[:：=#]|(?<![a-z])(?:is|number|no\.?|id)|�
 _BACK = re.compile(r"\s*(?:bucks|dollars?|yuan|rmb)?\s+back(?![a-z])")
 _CONNECTOR = re.compile(
     r"(?:\s|[:=#]|(?<![a-z])(?:is|was|are|be|will be|should be|of|no\.|number|id|about|"
-    r"around|on|for)(?![a-z])|是|为|叫|号|在|了)*"
+    r"around|on|for)(?![a-z])|是|为|叫|号|在|了|写成|写|填成|填写|填|一?趟)*"
 )
 
 _FILLER_HEAD = phrases(
@@ -210,7 +210,8 @@ _FILLER_HEAD = phrases(
     switch it to|instead|how about|what about|sorry|i meant|i mean|no|nope|wrong|
     the answer is|my answer is|i'm|i am|this is|call me|probably|maybe|just|and|but|
     是|就是|应该是|我是|嗯|嗯嗯|额|呃|哦|那个|那就|那么|就|改成|改为|换成|不对|其实|我想|
-    我要|我想要|要|还是|好的|对|呀|啊|我说|我是说|我的意思是|是说|叫""",
+    我要|我想要|要|还是|好的|对|呀|啊|我说|我是说|我的意思是|是说|叫|那好吧|好吧|那好|行吧|那行|
+    算了|写|填""",
         "|",
     )
 )
@@ -221,6 +222,9 @@ _FILLER_TAIL = phrases(
     就可以|哈哈|吧谢谢|先生|女士|小姐""",
         "|",
     )
+)
+_FREE_HEAD = phrases(
+    wordlist("um|uh|er|erm|hmm|well|so|oh|ok|okay|嗯|嗯嗯|额|呃|哦|那个|那就|好吧|那好吧", "|")
 )
 _POLITE_TAIL = phrases(["please", "thanks", "thank you", "thx", "谢谢", "谢谢你", "麻烦了"])
 _FALLBACK_STOP = phrases(
@@ -694,6 +698,8 @@ class _Reader:
                 or overlaps(found[1], found[2], items)
             ):
                 return None  # "a flight for Beijing", "back for ORD-10002"
+        if found is not None and _says_nothing(str(found[0]), kind):
+            return None  # "原因啊", "目的地是哪里", "back to ORD-10003"
         return found
 
     def capture_before(self, hit: _Hit, kind: str) -> tuple[Any, int, int] | None:
@@ -998,7 +1004,11 @@ def _strip_phrases(text: str, head: re.Pattern[str] | None, tail: re.Pattern[str
 
 
 def _trim(text: str, *, free: bool = False) -> str:
-    return _strip_phrases(text, _FILLER_HEAD, _POLITE_TAIL if free else _FILLER_TAIL).strip()
+    """``text`` without filler around it; free text ("wrong color") keeps all but
+    hesitations and politeness."""
+    if free:
+        return _strip_phrases(text, _FREE_HEAD, _POLITE_TAIL).strip()
+    return _strip_phrases(text, _FILLER_HEAD, _FILLER_TAIL).strip()
 
 
 def _not_but(text: str) -> str:
@@ -1089,6 +1099,22 @@ def _shape_problem(value: str, kind: str) -> Problem | None:
     return None
 
 
+_EMPTY_VALUE = re.compile(
+    r"[\W_啊吗呢吧呀哦嘛了的来着]*"
+    r"|(?:哪里|哪儿|哪|什么|多少|谁|啥|what|where|who|which|how)[\W_啊吗呢吧呀哦嘛了的来着]*"
+)
+
+
+def _says_nothing(value: str, kind: str) -> bool:
+    """A value read after a cue that is no value: particles or a question word ("原因啊",
+    "目的地是哪里来着"), or for a place or a name, something with digits or doubt in it."""
+    if _EMPTY_VALUE.fullmatch(fold(value).strip()):
+        return True
+    if kind in ("place", "person"):
+        return any(ch.isdigit() for ch in value) or bool(_FALLBACK_STOP.search(fold(value)))
+    return False
+
+
 def _is_place(value: str) -> bool:
     known = places.gazetteer().at(value, 0)
     return known is not None and known[1] >= len(value.rstrip(".' "))
@@ -1099,8 +1125,8 @@ def _looks_like_name(value: str) -> bool:
     if cjk:
         return cjk == len(value.replace("·", "")) and 2 <= cjk <= 6
     words = value.split()
-    if all(fold(w) in _EN_STOP for w in words):
-        return False  # "the", "it's me"
+    if any(fold(w) in _EN_NAME_STOP for w in words):
+        return False  # "the", "that's too pricey"
     return 1 <= len(words) <= 4 and all(_WORD.fullmatch(w) for w in words)
 
 
