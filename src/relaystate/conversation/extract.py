@@ -138,7 +138,19 @@ ROLE_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
         "any": ["{}→", "{}->", "{}➔", "{}=>"],
     },
     "destination": {
-        "en": ["to", "flying to", "going to", "heading to", "arriving in", "arriving at"],
+        "en": [
+            "to",
+            "flying to",
+            "going to",
+            "heading to",
+            "arriving in",
+            "arriving at",
+            "fly into",
+            "flying into",
+            "landing in",
+            "landing at",
+            "bound for",
+        ],
         "zh": ["到", "去", "飞", "飞往", "前往", "目的地", "到达", "抵达", "回", "至"],
         "any": ["→", "->", "➔", "=>"],
     },
@@ -930,6 +942,11 @@ class _Reader:
                     if not any(str(c.value).startswith(o) and str(c.value) != o for o in shorter)
                 ]
             distinct = {repr(c.value): c.value for c in kept}
+            if self.kinds[slot.name] == "place" and len(distinct) > 1:
+                cities = {_city(str(v)) for v in distinct.values()}
+                if len(cities) == 1 and None not in cities:  # 上海 and 虹桥: one city
+                    distinct = dict(list(distinct.items())[:1])
+                    kept = kept[:1]
             if len(distinct) > 1 and not self.correction:
                 # "economy or business?", "明天或者后天": ask rather than guess.
                 options = list(distinct.values())[:3]
@@ -1115,9 +1132,18 @@ def _says_nothing(value: str, kind: str) -> bool:
     return False
 
 
+def _city(value: str) -> places.Place | None:
+    """The city ``value`` names in full (by a name, an alias or a code), if it names one."""
+    found = places.gazetteer()
+    code = found.code(value.strip())
+    if code is not None:
+        return code
+    known = found.at(value, 0)
+    return known[0] if known is not None and known[1] >= len(value.rstrip(".' ")) else None
+
+
 def _is_place(value: str) -> bool:
-    known = places.gazetteer().at(value, 0)
-    return known is not None and known[1] >= len(value.rstrip(".' "))
+    return _city(value) is not None
 
 
 def _looks_like_name(value: str) -> bool:
