@@ -208,6 +208,11 @@ _WEAK_CUES = frozenset(["i'm", "i am", "this is", "for", "it's", "it is"])
 _CUE_SUFFIXES_EN = ("is", "was", "to", "should be", "will be", ":", "=")
 _CUE_SUFFIXES_ZH = ("改成", "改为", "换成", "换为", "是", "为", "叫", ":")
 _CONNECTOR_TAIL = re.compile(r"(?:\s|[:：=#]|(?<![a-z])(?:is|number|no\.?|id)|是|为|号)*$")
+_SWAP = re.compile(
+    r"(?:[,;，；]|\.{2,}|…+)\s*(?:(?:oh|er|erm|uh|um|hmm)\s+)?"
+    r"(?:no|nope|sorry|i mean|or rather|make that|wait|不对|不是|算了)(?![a-z])[\s,，.!！]*"
+    r"(?:sorry[\s,]*|还是|是)?"
+)
 _BACK = re.compile(r"\s*(?:bucks|dollars?|yuan|rmb)?\s+back(?![a-z])")
 _CONNECTOR = re.compile(
     r"(?:\s|[:=#]|(?<![a-z])(?:is|was|are|be|will be|should be|of|no\.|number|id|about|"
@@ -787,6 +792,32 @@ class _Reader:
                 chars[i] = "\x00"
         return "".join(chars)
 
+    def swapped(self) -> None:
+        """ "to Chengdu, no, Chongqing": the word after a taken-back value, with no cue of its
+        own, is a new value for the slot of the value just before it."""
+        if not self.correction:
+            return
+        for m in _SWAP.finditer(self.folded):
+            before = [
+                (c.end, name)
+                for name, cands in self.cands.items()
+                for c in cands
+                if c.end and c.end <= m.start()
+            ]
+            if not before:
+                continue
+            name = max(before)[1]
+            if any(c.start >= m.end() for c in self.cands[name]):
+                continue  # "Friday, no, Saturday": the date is read already
+            slot = self.template.slot(name)
+            kind = self.kinds[name]
+            if kind not in ("place", "person") or slot.pattern is not None:
+                continue
+            found = _read_after(self, m.end(), self.next_stop(m.end()), kind)
+            if found is not None and not _says_nothing(str(found[0]), kind):
+                self.add(slot, found[0], found[1], found[2])
+                self.claim(found[1], found[2])
+
     def named(self) -> None:
         """A clause that is nothing but a capitalised name ("for my mom, Li Fang, from
         Guangzhou", "economy, Tom Hughes") is the one person slot's value, when no cue gave
@@ -1331,6 +1362,7 @@ def extract(
     reader.blockers()
     reader.cues()
     reader.loose()
+    reader.swapped()
     reader.named()
     reader.guard()
     reader.fallback()

@@ -383,13 +383,16 @@ _CORRECTION = re.compile(
     r"|^\s*(?:no|nope|nah|sorry|oops|wait)\b(?![\s,.!]+(?:problem|worries|doubt|thanks))"
     r"[\s,.!]+\S|^\s*not\s+[^,]+,\s*\S"
     # a value taken back in the middle: "Friday, no, Saturday", "120, sorry, 150"
-    r"|[,;]\s*(?:oh\s+)?(?:no|nope|wait|sorry|oops|i mean|or rather|make that)(?![a-z])"
-    r"|改成|改为|改到|改一下|改下|换成|换为|换到|变成|不对(?!劲)|更正|应该是|我是说|我的意思是|"
+    r"|(?:[,;]|\.{2,}|…)\s*(?:(?:oh|er|erm|uh|um|hmm)\s+)?"
+    r"(?:no|nope|wait|sorry|oops|i mean|or rather|make that)(?![a-z])"
+    r"|算了\s*(?:还是|就|改)|[，,…]+\s*还是|"
+    r"改成|改为|改到|改一下|改下|换成|换为|换到|变成|不对(?!劲)|更正|应该是|我是说|我的意思是|"
     r"搞错了|说错了|打错了|写错了|填错了|弄错了|其实|更改|修改|不是.+?是|[哦噢啊呃额]\s*不[，,\s]|[，,]\s*不[，,]"
 )
 _QUESTION = re.compile(
     r"[?？]\s*$|吗\s*[?？。.!！]?\s*$|"
-    r"^\s*(?:what|what's|how|where|when|who|why|which|can|could|would|is|are|does|did|"
+    r"^\s*(?:(?:wait|hmm|um|uh|so|and|oh|ok|okay|sorry|hey|btw)[\s,.!]+)*"
+    r"(?:what|what's|how|where|when|who|why|which|can|could|would|is|are|does|did|"
     r"should|shall|do\s+(?:you|i|we|they))(?![a-z])|什么|怎么|为什么|哪里|哪儿|哪个|几点|多少|是不是|能不能|可不可以"
 )
 
