@@ -213,6 +213,8 @@ _SWAP = re.compile(
     r"(?:no|nope|sorry|i mean|or rather|make that|wait|不对|不是|算了)(?![a-z])[\s,，.!！]*"
     r"(?:sorry[\s,]*|还是|是)?"
 )
+_AMOUNT_BEFORE = frozenset("退付花共是要为给了到约额价款费")
+"""Chinese characters a number may follow straight on and still be an amount (退300)."""
 _BACK = re.compile(r"\s*(?:bucks|dollars?|yuan|rmb)?\s+back(?![a-z])")
 _CONNECTOR = re.compile(
     r"(?:\s|[:=#]|(?<![a-z])(?:is|was|are|be|will be|should be|of|no\.|number|id|about|"
@@ -887,6 +889,9 @@ class _Reader:
         kind = self.kinds[slot.name]
         if kind in ("amount", "number"):
             for n in self.numbers:
+                glued = n.start and is_cjk(self.text[n.start - 1])
+                if glued and self.text[n.start - 1] not in _AMOUNT_BEFORE:
+                    continue  # "苹果15", "小米14": the number is part of a name
                 if not overlaps(n.start, n.end, self.taken()):
                     self.add(slot, n.value, n.start, n.end, source="number")
             if self.cands[slot.name]:

@@ -38,7 +38,7 @@ def refund(ledger: Ledger) -> TaskTemplate:
         titles={"en": "refund", "zh": "退款"},
         triggers={
             "en": ["refund", "money back", "return it", "reimburse"],
-            "zh": ["退款", "退钱", "退货款", "退货", "退一下"],
+            "zh": ["退款", "退钱", "退货款", "退货", "退一下", "退"],
         },
         keywords={"en": ["order"], "zh": ["订单"]},
         slots=[
