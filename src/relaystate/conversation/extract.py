@@ -213,7 +213,7 @@ _SWAP = re.compile(
     r"(?:no|nope|sorry|i mean|or rather|make that|wait|不对|不是|算了)(?![a-z])[\s,，.!！]*"
     r"(?:sorry[\s,]*|还是|是)?"
 )
-_AMOUNT_BEFORE = frozenset("退付花共是要为给了到约额价款费")
+_AMOUNT_BEFORE = frozenset("退付花共计合是要为给了到约额价款费用收赔补返剩差就吧那个只才")
 """Chinese characters a number may follow straight on and still be an amount (退300)."""
 _BACK = re.compile(r"\s*(?:bucks|dollars?|yuan|rmb)?\s+back(?![a-z])")
 _CONNECTOR = re.compile(
@@ -1163,6 +1163,8 @@ def _says_nothing(value: str, kind: str) -> bool:
     "目的地是哪里来着"), or for a place or a name, something with digits or doubt in it."""
     if _EMPTY_VALUE.fullmatch(fold(value).strip()):
         return True
+    if kind == "place" and _city(value) is not None:
+        return False  # CAN is Guangzhou's code, not "can"
     if kind in ("place", "person"):
         return any(ch.isdigit() for ch in value) or bool(_FALLBACK_STOP.search(fold(value)))
     return False
