@@ -1,6 +1,6 @@
 """How often does the conversation engine understand people as they really talk? (issue 8)
 
-Run: ``python bench/understanding.py [--set dev|dev2|heldout|all] [--json PATH]``
+Run: ``python bench/understanding.py [--set dev|dev2|dev3|heldout|all] [--json PATH]``
 (``--show-failures N`` lists N wrong fields).
 Each case of ``bench/understanding/<set>.json`` (format: ``notes/understanding-format.md``) is
 one user's conversation with the demo agents, replayed turn by turn through
@@ -46,8 +46,8 @@ from relaystate.demo import templates
 from relaystate.demo.after_sales import MODELS
 
 SETS_DIR = HERE / "understanding"
-SET_NAMES = ("dev", "dev2", "heldout")
-"""dev and dev2 are tuned on; heldout is only ever scored."""
+SET_NAMES = ("dev", "dev2", "dev3", "heldout")
+"""dev, dev2 and dev3 are tuned on; heldout is only ever scored."""
 DEFAULT_NOW = "2026-11-29T10:00:00"
 """A Sunday; the format's default clock."""
 SCOPE = Scope.user("u")

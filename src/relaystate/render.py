@@ -95,16 +95,26 @@ def short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def turn_panel(turn: Any) -> Any:
-    """The reply beside the task's stage, slots and progress (for ``relaystate chat``)."""
-    from rich.columns import Columns
-    from rich.panel import Panel
+SIDE_BY_SIDE = 100
+"""The terminal width from which ``turn_panel`` puts the reply beside the Task's state."""
 
-    reply = Panel(turn.reply, title="relaystate", title_align="left", border_style="cyan")
+
+def turn_panel(turn: Any, width: int | None = None) -> Any:
+    """The reply beside the task's stage, slots and progress (for ``relaystate chat``); the
+    two stacked on a narrow terminal (under ``SIDE_BY_SIDE`` columns). The reply wraps by
+    character where it has no spaces (Chinese), so none of it is cut off at any width."""
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.text import Text
+
+    text = Text(turn.reply, overflow="fold")
+    reply = Panel(text, title="relaystate", title_align="left", border_style="cyan")
     if turn.state is None:
         return reply
     task = turn.state.task
     facts = Table(show_header=False, box=None)
+    facts.add_column(overflow="fold")
+    facts.add_column(overflow="fold")
     facts.add_row("task", f"{task.type} {task.id[:8]}")
     facts.add_row("stage", f"{task.stage} ({task.status})")
     for name, value in task.slots.items():
@@ -112,4 +122,11 @@ def turn_panel(turn: Any) -> Any:
     if task.missing_slots:
         facts.add_row("missing", ", ".join(task.missing_slots))
     facts.add_row("progress", f"{task.progress.done}/{task.progress.total} actions")
-    return Columns([reply, Panel(facts, border_style="dim")])
+    state = Panel(facts, border_style="dim")
+    if width is not None and width < SIDE_BY_SIDE:
+        return Group(reply, state)
+    grid = Table.grid(expand=True)
+    grid.add_column(ratio=3)
+    grid.add_column(ratio=2)
+    grid.add_row(reply, state)
+    return grid

@@ -81,6 +81,6 @@ def chat(ns: argparse.Namespace) -> None:
                     continue
                 turn = conversation.handle(scope, text, session, language=ns.lang)
                 session = turn.session_id
-                out.print(turn_panel(turn))
+                out.print(turn_panel(turn, out.width))
         except KeyboardInterrupt:
             out.print("\n[dim]bye: say “continue” next time.[/]")

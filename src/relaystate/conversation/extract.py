@@ -901,6 +901,12 @@ class _Reader:
         pieces = self.fragments(free=kind == "text")
         if not pieces:
             return
+        if kind == "place" and slot.pattern is None:
+            named = self._cities()  # "oops i meant osaka not tokyo"
+            if named:
+                value, start, end = named[-1] if self.correction else named[0]
+                self.add(slot, value, start, end, source="rest")
+                return
         if kind in ("place", "person") and slot.pattern is None:
             # "it's for my son, Tom Hanks": the clause that reads as the answer, if one does
             if kind == "place":  # a known city, or nothing that reads as something else
@@ -950,6 +956,25 @@ class _Reader:
             self.errors[slot.name] = problem
             return
         self.cands[slot.name].append(_Candidate(piece, 0, 0, False, source="rest"))
+
+    def _cities(self) -> list[tuple[str, int, int]]:
+        """The known cities named anywhere in what is left of the message, but for those
+        said not to be meant ("not Tokyo"), in order."""
+        masked = self.masked()
+        found: list[tuple[str, int, int]] = []
+        pos = 0
+        while pos < len(masked):
+            starts_word = pos == 0 or not masked[pos - 1].isalpha() or is_cjk(masked[pos])
+            hit = places.gazetteer().at(masked, pos) if starts_word else None
+            if hit is None or "\x00" in masked[pos : hit[1]]:
+                pos += 1
+                continue
+            end = hit[1]
+            if end >= len(masked) or not masked[end].isalpha() or is_cjk(masked[pos]):
+                if not self.negated(pos):
+                    found.append((self.text[pos:end], pos, end))
+            pos = end
+        return found
 
     def guard(self) -> None:
         """A question that no cue or choice ties to this task keeps its loose dates and
