@@ -216,9 +216,11 @@ def test_chat_wraps_a_chinese_confirmation_at_any_width(tmp_path: Path) -> None:
     for width in (24, 40, 80, 160):
         env = {**os.environ, "COLUMNS": str(width), "RELAYSTATE_NOW": NOW, "TERM": "dumb"}
         done = subprocess.run(
-            [sys.executable, "-m", "relaystate.cli", "chat", "--user", "alice"]
-            + ["--store", f"sqlite:///{tmp_path}/chat{width}.db"]
-            + ["--ledger", str(tmp_path / f"ledger{width}.db")],
+            [
+                *(sys.executable, "-m", "relaystate.cli", "chat", "--user", "alice"),
+                *("--store", f"sqlite:///{tmp_path}/chat{width}.db"),
+                *("--ledger", str(tmp_path / f"ledger{width}.db")),
+            ],
             input=said,
             capture_output=True,
             text=True,

@@ -904,8 +904,8 @@ class _Reader:
         if kind == "place" and slot.pattern is None:
             named = self._cities()  # "oops i meant osaka not tokyo"
             if named:
-                value, start, end = named[-1] if self.correction else named[0]
-                self.add(slot, value, start, end, source="rest")
+                city, start, end = named[-1] if self.correction else named[0]
+                self.add(slot, city, start, end, source="rest")
                 return
         if kind in ("place", "person") and slot.pattern is None:
             # "it's for my son, Tom Hanks": the clause that reads as the answer, if one does
@@ -970,9 +970,9 @@ class _Reader:
                 pos += 1
                 continue
             end = hit[1]
-            if end >= len(masked) or not masked[end].isalpha() or is_cjk(masked[pos]):
-                if not self.negated(pos):
-                    found.append((self.text[pos:end], pos, end))
+            whole = end >= len(masked) or not masked[end].isalpha() or is_cjk(masked[pos])
+            if whole and not self.negated(pos):
+                found.append((self.text[pos:end], pos, end))
             pos = end
         return found
 
