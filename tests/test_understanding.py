@@ -230,7 +230,10 @@ def test_chat_wraps_a_chinese_confirmation_at_any_width(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, done.stderr
         shown = re.sub(r"\s", "", done.stdout)
-        wanted = "请确认您的机票预订出发地北京目的地大阪日期2026年12月9日周三舱位商务舱乘机人刘洋对吗是否"
+        wanted = (
+            "请确认您的机票预订出发地北京目的地大阪日期2026年12月9日周三"
+            "舱位商务舱乘机人刘洋对吗是否"
+        )
         left = iter(shown)
         assert all(ch in left for ch in wanted), (width, done.stdout)
         assert "…" not in done.stdout
