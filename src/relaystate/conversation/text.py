@@ -99,10 +99,38 @@ def _phrase(phrase: str) -> str:
 
 
 def phrase_source(phrases: Iterable[str]) -> str:
-    """A regex alternation of ``phrases``, longest first, with word boundaries for ASCII."""
-    folded = {" ".join(fold(p).split()) for p in phrases}
-    ordered = sorted((p for p in folded if p), key=lambda p: (-len(p), p))
-    return "|".join(_phrase(p) for p in ordered)
+    """A regex that matches any of ``phrases`` (the longest where several start at one
+    place), with word boundaries for ASCII. Built as a trie: phrases that share a start
+    share its pattern, so a list of cues with their suffixes ("order number is", "order
+    number was", ...) compiles in a fraction of the time of a flat alternation."""
+    trie: dict[str, Any] = {}
+    for phrase in {" ".join(fold(p).split()) for p in phrases}:
+        if not phrase:
+            continue
+        node = trie
+        for ch in phrase:
+            node = node.setdefault(ch, {})
+        node[_END] = phrase
+    return _branches(trie, root=True)
+
+
+_END = ""
+"""The key that marks, in a trie node, the end of a phrase."""
+
+
+def _branches(node: dict[str, Any], *, root: bool = False, last: str = "") -> str:
+    """The pattern of one trie node: its children (longer phrases) before its own end, so a
+    greedy match finds the longest phrase, as the longest-first alternation did."""
+    options = []
+    for ch in sorted(k for k in node if k != _END):
+        head = r"(?<![a-z0-9])" if root and ch.isascii() and ch.isalnum() else ""
+        step = r"\s+" if ch == " " else re.escape(ch)
+        options.append(head + step + _branches(node[ch], last=ch))
+    if _END in node:
+        options.append(r"(?![a-z0-9])" if last.isascii() and last.isalnum() else "")
+    if len(options) == 1:
+        return options[0]
+    return "(?:" + "|".join(options) + ")"
 
 
 def phrases(items: Iterable[str]) -> re.Pattern[str]:
