@@ -213,6 +213,27 @@ _SWAP = re.compile(
     r"(?:no|nope|sorry|i mean|or rather|make that|wait|不对|不是|算了)(?![a-z])[\s,，.!！]*"
     r"(?:sorry[\s,]*|还是|是)?"
 )
+_WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z']*)\s+$")
+_AMOUNT_WORDS = frozenset(
+    wordlist(
+        """about around like maybe just only refund refunded is be me back for of total to make
+    it that pay paid cost costs was approx approximately roughly say exactly want need get give
+    return returned with at than and or but no not yes ok okay please then so um uh hmm well
+    all the charge charged spent spend price amount sum i'd i think guess prefer rather instead
+    actually us usd rmb cny eur gbp jpy hkd"""
+    )
+)
+
+
+def _part_of_a_name(text: str, start: int) -> bool:
+    """Whether the number at ``start`` follows a word it belongs to ("iPhone 15", "苹果15"),
+    rather than one that leads to an amount ("refund 15", "退15", "about 15")."""
+    if start and is_cjk(text[start - 1]):
+        return text[start - 1] not in _AMOUNT_BEFORE
+    word = _WORD_BEFORE.search(text[:start])
+    return word is not None and fold(word.group(1)) not in _AMOUNT_WORDS
+
+
 _AMOUNT_BEFORE = frozenset("退付花共计合是要为给了到约额价款费用收赔补返剩差就吧那个只才")
 """Chinese characters a number may follow straight on and still be an amount (退300)."""
 _BACK = re.compile(r"\s*(?:bucks|dollars?|yuan|rmb)?\s+back(?![a-z])")
@@ -889,9 +910,8 @@ class _Reader:
         kind = self.kinds[slot.name]
         if kind in ("amount", "number"):
             for n in self.numbers:
-                glued = n.start and is_cjk(self.text[n.start - 1])
-                if glued and self.text[n.start - 1] not in _AMOUNT_BEFORE:
-                    continue  # "苹果15", "小米14": the number is part of a name
+                if _part_of_a_name(self.text, n.start):
+                    continue  # "苹果15", "my iphone 15 won't charge": a model, not an amount
                 if not overlaps(n.start, n.end, self.taken()):
                     self.add(slot, n.value, n.start, n.end, source="number")
             if self.cands[slot.name]:
