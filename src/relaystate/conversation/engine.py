@@ -145,6 +145,10 @@ class _Turn:
         asked = self._question(here, best)
         if asked is not None:
             return asked
+        if best is None and here and (is_yes(self.text) or is_no(self.text)):
+            # "是" to "how much?": the Task here asks its question again, not the menu
+            self.why = f"a yes or no for the {here[0].task.type} {here[0].task.id[:8]}"
+            return self._continue(here[0])
         if best is None:
             self.why = "no Task fits: " + "; ".join(c.explain() for c in candidates[:2])
             routed = self._ask_model()
@@ -433,6 +437,8 @@ def _describes(template: TaskTemplate, text: str) -> bool:
         folded = folded.replace(word, " ")
     folded = REQUEST.sub(" ", folded)
     folded = re.sub(
-        r"(?<![a-z])(?:a|an|the|my|to|for|please|get|it|要|我|的|了|一下|帮)(?![a-z])", " ", folded
+        r"(?<![a-z])(?:a|an|the|my|to|for|please|get|it|i|i'd|i'm|some|要|我|的|了|一下|帮)(?![a-z])",
+        " ",
+        folded,
     )
     return bool(re.sub(r"[\W_]+", "", folded))

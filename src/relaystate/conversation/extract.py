@@ -776,6 +776,7 @@ class _Reader:
         asked_other = self.expecting is not None and self.expecting.name not in (
             s.name for s in numeric
         )
+        asked_other = asked_other and not self.correction  # "wait, make that 90"
         if len(numeric) == 1 and not self.cands[numeric[0].name] and not asked_other:
             # A bare number changes the one number slot at the confirmation ("150"), and
             # anywhere when it stands as a clause of its own ("refund ORD-10003, broken, 100").
@@ -801,7 +802,8 @@ class _Reader:
         around = (head.group() if head else "") + " " + (tail.group() if tail else "")
         return not re.sub(
             r"[\s¥$€£元块人民币吧啊呀了的]|dollars?|bucks|rmb|yuan|please|like|about|around"
-            r"|maybe|roughly|just|only|back|大概|大约|差不多|就|只",
+            r"|maybe|roughly|just|only|back|make (?:it|that)|change (?:it |that )?to|wait|actually"
+            r"|大概|大约|差不多|就|只|改成|改为|换成",
             "",
             around.lower(),
         )
