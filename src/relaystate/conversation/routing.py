@@ -173,9 +173,14 @@ def _score_open(
     step = next_step(state)  # type: ignore[operator]
     expecting = step.slot if isinstance(step, AskSlot) else None
     confirming = isinstance(step, AskConfirmation)
-    if confirming and is_correction(text):  # "名字打错了，是张伟", "the name's wrong, it's..."
-        named_slot = slot_named(template, folded)
-        expecting = named_slot.name if named_slot is not None else None
+    if is_correction(text):
+        # "名字打错了，是张伟", "the name's wrong, it's...", "osaka not tokyo", "80 not 100"
+        named_slot = slot_named(template, folded) if confirming else None
+        corrected = _corrected(template, state, folded) or (
+            named_slot.name if named_slot is not None else None
+        )
+        if corrected is not None:
+            expecting = corrected
     found = extract(
         template,
         text,
@@ -232,6 +237,23 @@ def _score_open(
     if named and not news and not isinstance(step, AskConfirmation):
         c.resume_only = True  # "my refund please", "refund for ORD-10001" (its own order)
     return c
+
+
+def _corrected(template: TaskTemplate, state: TaskState, folded: str) -> str | None:
+    """The slot a correction takes back by repeating its value ("不是张三，是张珊", "osaka not
+    tokyo", "80 not 100"), when exactly one slot's value is repeated."""
+    held = []
+    for name, value in state.task.slots.items():
+        said = fold(str(value))
+        if isinstance(value, bool) or not said or template.slot(name).pattern is not None:
+            continue
+        if said.isascii():
+            found = re.search(rf"(?<![a-z0-9]){re.escape(said)}(?![a-z0-9])", folded)
+        else:
+            found = re.search(re.escape(said), folded)
+        if found:
+            held.append(name)
+    return held[0] if len(held) == 1 else None
 
 
 def _only_names(found: Extraction, slot_name: str, named: Sequence[str]) -> bool:
