@@ -250,6 +250,8 @@ def test_chat_wraps_a_chinese_confirmation_at_any_width(tmp_path: Path) -> None:
         ("bought it last Christmas", "2025-12-25"),
         ("8/8/2025", "2025-08-08"),
         ("国庆节买的", "2026-10-01"),
+        ("bought it 三个月前", "2026-08-29"),
+        ("618那天买的", "2026-06-18"),
     ],
 )
 def test_a_purchase_date_reads_backwards_and_knows_holidays(

@@ -26,6 +26,8 @@ A phrase that looks like a date but is not one ("2月30日", "2027-13-01") is re
 
 from __future__ import annotations
 
+import calendar
+
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -313,9 +315,23 @@ def _offset(m: re.Match[str], today: date) -> Result:
     if n is None:
         return None
     unit = m["unit"]
-    days = n * 7 if unit.startswith(("week", "周", "星期", "礼拜")) else n
     back = (m["dir"] or "").strip() in ("ago", "前", "以前", "之前")
+    if unit == "月" and "个" not in m.group(0):
+        return None  # 3月前 is "before March", not three months ago
+    if unit.startswith(("month", "月", "year", "年")):
+        months = n * 12 if unit.startswith(("year", "年")) else n
+        return _add_months(today, -months if back else months)
+    days = n * 7 if unit.startswith(("week", "周", "星期", "礼拜")) else n
     return today + timedelta(days=-days if back else days)
+
+
+def _add_months(day: date, months: int) -> date:
+    """``day`` moved by whole months, kept within the month it lands in (Mar 31 - 1 month
+    is Feb 28)."""
+    index = day.year * 12 + day.month - 1 + months
+    year, month = divmod(index, 12)
+    last = calendar.monthrange(year, month + 1)[1]
+    return date(year, month + 1, min(day.day, last))
 
 
 _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
@@ -398,21 +414,21 @@ _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     ),
     (
         re.compile(
-            rf"(?<![a-z])in\s+(?P<n>{_EN_COUNT})\s+(?P<unit>days?|weeks?)(?![a-z])"
+            rf"(?<![a-z])in\s+(?P<n>{_EN_COUNT})\s+(?P<unit>days?|weeks?|months?|years?)(?![a-z])"
             r"(?:\s+time)?(?P<dir>)"
         ),
         _offset,
     ),
     (
         re.compile(
-            rf"(?<![a-z\d])(?P<n>{_EN_COUNT})\s+(?P<unit>days?|weeks?)\s+"
+            rf"(?<![a-z\d])(?P<n>{_EN_COUNT})\s+(?P<unit>days?|weeks?|months?|years?)\s+"
             r"(?P<dir>from\s+(?:now|today)|later|ago)(?![a-z])"
         ),
         _offset,
     ),
     (
         re.compile(
-            rf"(?P<n>{_COUNT})\s*个?\s*(?P<unit>天|日|周|星期|礼拜)\s*"
+            rf"(?P<n>{_COUNT})\s*个?\s*(?P<unit>天|日|周|星期|礼拜|月|年)\s*"
             r"(?P<dir>以后|之后|后|以前|之前|前)"
         ),
         _offset,
