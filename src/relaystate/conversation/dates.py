@@ -27,7 +27,6 @@ A phrase that looks like a date but is not one ("2月30日", "2027-13-01") is re
 from __future__ import annotations
 
 import calendar
-
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
