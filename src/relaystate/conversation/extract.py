@@ -236,6 +236,10 @@ def _part_of_a_name(text: str, start: int) -> bool:
 
 _AMOUNT_BEFORE = frozenset("退付花共计合是要为给了到约额价款费用收赔补返剩差就吧那个只才")
 """Chinese characters a number may follow straight on and still be an amount (退300)."""
+_COUNTED = re.compile(
+    r"\s*(?!(?:bucks|dollars?|yuan|rmb|usd|back)(?![a-z]))[a-z]|\s*[个件张台只条部本次天年月号岁点]"
+)
+"""What follows a number that counts or names something rather than an amount."""
 _BACK = re.compile(r"\s*(?:bucks|dollars?|yuan|rmb)?\s+back(?![a-z])")
 _CONNECTOR = re.compile(
     r"(?:\s|[:=#]|(?<![a-z])(?:is|was|are|be|will be|should be|of|no\.|number|id|about|"
@@ -787,6 +791,15 @@ class _Reader:
                 if self.confirming or back or self._own_clause(n.start, n.end):
                     self.add(numeric[0], n.value, n.start, n.end, source="number")
                     self.claim(n.start, back.end() if back else n.end)
+            free = [n for n in self.numbers if not overlaps(n.start, n.end, self.taken())]
+            if self.opening and len(free) == 1 and not self.cands[numeric[0].name]:
+                # "refund ORD-10001 three hundred, they're defective": the message's one
+                # number, unless it counts things ("3 items") or names a model ("Pixel 8")
+                n = free[0]
+                counts = _COUNTED.match(self.folded, n.end)
+                if not counts and not _part_of_a_name(self.text, n.start):
+                    self.add(numeric[0], n.value, n.start, n.end, loose=True)
+                    self.claim(n.start, n.end)
         for slot in date_slots:
             bad = [i for i in self.items if i.kind == "date" and i.value is None and not i.used]
             if not self.cands[slot.name] and bad and bad[0].reason:

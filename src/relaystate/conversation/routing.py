@@ -291,9 +291,9 @@ def _score_new(
         c.add(min(len(evidence), 3) * 1.0, f"gives {', '.join(evidence)}")
     if loose:
         c.add(0.5 * min(len(loose), 2), f"could use {', '.join(loose)}")
-    if triggered and _REQUEST.search(folded):
+    if triggered and _requests(folded):
         c.add(1.5, "a clear request")
-    elif evidence and _REQUEST.search(folded):
+    elif evidence and _REQUEST.search(folded):  # 这个订单我不想要了 ORD-10001: still asks
         c.add(0.5, "a request")
     same = open_of.get(template.type, [])
     if same and not another and not all(contradicts(template, s, found) for s in same):
@@ -303,6 +303,15 @@ def _score_new(
     elif open_of and another and (triggered or evidence):
         c.add(0.5, "asks for something more")
     return c
+
+
+_NEGATED = re.compile(r"(?:n't|(?<![a-z])(?:not|no|never)|不|别|没)\s*$")
+
+
+def _requests(folded: str) -> bool:
+    """Whether the message asks for something: a request word not negated ("I don't need it
+    anymore", 不需要了 explain; they do not ask)."""
+    return any(not _NEGATED.search(folded[: m.start()]) for m in _REQUEST.finditer(folded))
 
 
 def _triggers(template: TaskTemplate) -> set[str]:

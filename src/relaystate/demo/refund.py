@@ -37,7 +37,14 @@ def refund(ledger: Ledger) -> TaskTemplate:
         goal="Refund (part of) an order",
         titles={"en": "refund", "zh": "退款"},
         triggers={
-            "en": ["refund", "money back", "return it", "reimburse"],
+            "en": [
+                "refund",
+                "money back",
+                "return it",
+                "reimburse",
+                "don't want it anymore",
+                "send it back",
+            ],
             "zh": ["退款", "退钱", "退货款", "退货", "退一下", "退"],
         },
         keywords={"en": ["order"], "zh": ["订单"]},
