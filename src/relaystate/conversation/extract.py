@@ -791,11 +791,11 @@ class _Reader:
                 if self.confirming or back or self._own_clause(n.start, n.end):
                     self.add(numeric[0], n.value, n.start, n.end, source="number")
                     self.claim(n.start, back.end() if back else n.end)
-            free = [n for n in self.numbers if not overlaps(n.start, n.end, self.taken())]
-            if self.opening and len(free) == 1 and not self.cands[numeric[0].name]:
+            loose = [n for n in self.numbers if not overlaps(n.start, n.end, self.taken())]
+            if self.opening and len(loose) == 1 and not self.cands[numeric[0].name]:
                 # "refund ORD-10001 three hundred, they're defective": the message's one
                 # number, unless it counts things ("3 items") or names a model ("Pixel 8")
-                n = free[0]
+                n = loose[0]
                 counts = _COUNTED.match(self.folded, n.end)
                 if not counts and not _part_of_a_name(self.text, n.start):
                     self.add(numeric[0], n.value, n.start, n.end, loose=True)
