@@ -145,10 +145,13 @@ class _Turn:
         asked = self._question(here, best)
         if asked is not None:
             return asked
-        if best is None and here and (is_yes(self.text) or is_no(self.text)):
-            # "是" to "how much?": the Task here asks its question again, not the menu
-            self.why = f"a yes or no for the {here[0].task.type} {here[0].task.id[:8]}"
-            return self._continue(here[0])
+        if best is None and here:
+            # "是" to "how much?", "what's the difference?": the Task waiting here asks its
+            # question again (the menu would leave it, and a later "yes" would confirm what
+            # the user tried to change)
+            self.why = f"nothing fits; the {here[0].task.type} {here[0].task.id[:8]} asks again"
+            plain = is_yes(self.text) or is_no(self.text)
+            return self._continue(here[0], prefix="" if plain else "unclear")
         if best is None:
             self.why = "no Task fits: " + "; ".join(c.explain() for c in candidates[:2])
             routed = self._ask_model()
@@ -328,7 +331,11 @@ class _Turn:
         state: TaskState,
         found: Extraction | None = None,
         step: NextStep | None = None,
+        *,
+        prefix: str = "",
     ) -> TurnResult:
+        """Give the Task what the message holds (values, a yes or no), then its next
+        question; ``prefix`` names a reply word said first ("unclear")."""
         task_id = state.task.id
         if not state.task.status.is_open:
             return self._commit(Resume(task_id), self._reply)
@@ -349,7 +356,7 @@ class _Turn:
             for name in found.values:
                 found.errors.pop(name, None)
         edit: Edit = Resume(task_id)
-        prefix = ""
+        prefix = replies.words(self.lang)[prefix] if prefix else ""
         if found.values:
             edit = Fill(task_id, found.values)
         elif isinstance(step, AskConfirmation) and is_yes(self.text):

@@ -1014,8 +1014,8 @@ class _Reader:
     def guard(self) -> None:
         """A question that no cue or choice ties to this task keeps its loose dates and
         amounts to itself ("what's the weather tomorrow?")."""
-        if self.anchors or not is_question(self.text):
-            return
+        if self.anchors or self.correction or not is_question(self.text):
+            return  # "can we do the 17th instead?" asks for a change
         for name, cands in self.cands.items():
             if self.expecting is not None and name == self.expecting.name:
                 continue
