@@ -28,7 +28,7 @@ from ..views import turn_view
 from . import questions, replies, routing
 from .clock import today
 from .extract import Extraction, extract
-from .intents import REQUEST, control_word, detect_language, is_no, is_yes
+from .intents import control_word, detect_language, is_no, is_yes
 from .text import fold
 
 
@@ -320,7 +320,11 @@ class _Turn:
         if found is None:
             found = extract(template, self.text, language=self.lang, today=self.today, opening=True)
         opening = template.opening_slot
-        if opening is not None and opening not in found.values and _describes(template, self.text):
+        if (
+            opening is not None
+            and opening not in found.values
+            and routing.describes(template, self.text)
+        ):
             found.values[opening] = template.slot(opening).validate(self.text)
         edit = Start(template.type, found.values, session_id=self.p.session.id)
         first_error = next(iter(found.errors.items()), None)
@@ -432,20 +436,3 @@ _NAMED_CANCEL = re.compile(
 def _named_control(text: str) -> str | None:
     """ "机票不订了", "cancel the refund": a cancel that names what it cancels."""
     return "cancel" if _NAMED_CANCEL.match(fold(text)) else None
-
-
-def _describes(template: TaskTemplate, text: str) -> bool:
-    """Whether an opening message says more than "I need a repair" (its keywords and a
-    request): then all of it describes the case ("my phone won't charge")."""
-    folded = fold(text)
-    for word in sorted(
-        {fold(w) for ws in template.keywords.values() for w in ws}, key=len, reverse=True
-    ):
-        folded = folded.replace(word, " ")
-    folded = REQUEST.sub(" ", folded)
-    folded = re.sub(
-        r"(?<![a-z])(?:a|an|the|my|to|for|please|get|it|i|i'd|i'm|some|要|我|的|了|一下|帮)(?![a-z])",
-        " ",
-        folded,
-    )
-    return bool(re.sub(r"[\W_]+", "", folded))

@@ -279,9 +279,16 @@ def _score_new(
 ) -> Candidate:
     found = extract(template, text, language=language, today=today, opening=True)
     c = Candidate(template, None, found)
-    triggered = [w for w in names(template, folded) if w in _triggers(template)]
+    named = names(template, folded)
+    triggered = [w for w in named if w in _triggers(template)]
     if triggered:
         c.add(2.0, f"asked for ({', '.join(triggered)})")
+    elif template.opening_slot and describes(template, text):
+        # "手机一直卡", "my pixel 9 stopped charging": what the Task is about, described
+        if named:
+            c.add(1.5, f"describes its {', '.join(named)}")
+        elif any(template.slot(n).kind == "choice" for n in found.values):
+            c.add(1.0, "describes one of its choices")
     strong = [n for n, s in found.sources.items() if s in STRONG]
     loose = [n for n in strong if found.sources[n] == "loose"]
     specific = [n for n in loose if template.slot(n).kind == "choice"]  # a model, a cabin
@@ -312,6 +319,24 @@ def _requests(folded: str) -> bool:
     """Whether the message asks for something: a request word not negated ("I don't need it
     anymore", 不需要了 explain; they do not ask)."""
     return any(not _NEGATED.search(folded[: m.start()]) for m in _REQUEST.finditer(folded))
+
+
+def describes(template: TaskTemplate, text: str) -> bool:
+    """Whether an opening message says more than "I need a repair" (its keywords and a
+    request): then all of it describes the case ("my phone won't charge")."""
+    folded = fold(text)
+    for word in sorted(
+        {fold(w) for ws in template.keywords.values() for w in ws}, key=len, reverse=True
+    ):
+        folded = folded.replace(word, " ")
+    folded = _REQUEST.sub(" ", folded)
+    folded = re.sub(
+        r"(?<![a-z])(?:a|an|the|my|to|for|please|get|it|i|i'd|i'm|some|with|help|要|我|的|了|一下|帮)"
+        r"(?![a-z])",
+        " ",
+        folded,
+    )
+    return bool(re.sub(r"[\W_]+", "", folded))
 
 
 def _triggers(template: TaskTemplate) -> set[str]:
