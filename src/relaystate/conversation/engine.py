@@ -28,7 +28,7 @@ from ..views import turn_view
 from . import questions, replies, routing
 from .clock import today
 from .extract import Extraction, extract
-from .intents import control_word, detect_language, is_no, is_yes
+from .intents import CONTROL, control_word, detect_language, is_no, is_yes
 from .text import fold
 
 
@@ -153,6 +153,10 @@ class _Turn:
             plain = is_yes(self.text) or is_no(self.text)
             return self._continue(here[0], prefix="" if plain else "unclear")
         if best is None:
+            resumed = self._resumed_elsewhere()
+            if resumed is not None:
+                return resumed
+        if best is None:
             self.why = "no Task fits: " + "; ".join(c.explain() for c in candidates[:2])
             routed = self._ask_model()
             if routed is not None:
@@ -224,6 +228,25 @@ class _Turn:
                 continue
             if not routing.contradicts(chosen.template, state, chosen.extraction):
                 return state
+        return None
+
+    def _resumed_elsewhere(self) -> TurnResult | None:
+        """From a new session: the open Task the message names (its type, keywords or one of
+        its values: "丽江那张票怎么样了", "about my phone"), else, when it asks to go on
+        ("hey it's me again, where were we"), the one open Task or the list to pick from."""
+        folded = fold(self.text)
+        found = self.p.open_tasks(limit=9)
+        for state in found:
+            template = self.p.template_of(state)
+            held = [fold(str(v)) for v in state.task.slots.values() if isinstance(v, str)]
+            if routing.names(template, folded) or any(
+                len(v) >= 2 and routing.contains(folded, v) for v in held
+            ):
+                self.why = f"names the open {state.task.type} {state.task.id[:8]}"
+                return self._welcome(state)
+        if found and CONTROL["continue"].search(folded):
+            self.why = "asks to go on"
+            return self._choose()
         return None
 
     def _which(self, first: routing.Candidate, second: routing.Candidate) -> TurnResult:

@@ -149,12 +149,13 @@ def names(template: TaskTemplate, folded: str) -> list[str]:
     ]
     found = []
     for word in sorted({fold(w) for w in words if w}, key=len, reverse=True):
-        if _contains(folded, word):
+        if contains(folded, word):
             found.append(word)
     return found
 
 
-def _contains(folded: str, word: str) -> bool:
+def contains(folded: str, word: str) -> bool:
+    """Whether ``word`` is in ``folded`` (as a whole word, when it is ASCII)."""
     if word.isascii():
         return re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])", folded) is not None
     return word in folded
@@ -232,7 +233,7 @@ def _score_open(
         c.add(3.0, "answers its confirmation")
     for slot_name, value in task.slots.items():  # "back to the Chengdu trip", "ORD-10003"
         held = fold(str(value)) if isinstance(value, str) else ""
-        if len(held) >= 2 and slot_name not in found.values and _contains(folded, held):
+        if len(held) >= 2 and slot_name not in found.values and contains(folded, held):
             c.add(1.5, f"mentions its {slot_name} ({value})")
     if named and not news and not isinstance(step, AskConfirmation):
         c.resume_only = True  # "my refund please", "refund for ORD-10001" (its own order)
