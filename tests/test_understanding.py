@@ -334,3 +334,35 @@ def test_what_was_my_destination_is_answered_from_state(conv: Conversation) -> N
     talk(conv, "订一张去成都的机票")
     turn = talk(conv, "目的地是哪里来着")
     assert "成都" in turn.reply and task_of(turn)[1]["destination"] == "成都"
+
+
+# -- cancelling ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "actually forget about it, i'll just drive",
+        "唉，不弄了",
+        "先别订了，取消吧",
+        "nah forget it, cancel the flight",
+    ],
+)
+def test_a_cancel_among_words_that_only_explain_cancels(conv: Conversation, text: str) -> None:
+    talk(conv, "book a flight to Paris")
+    turn = talk(conv, text)
+    assert turn.state is not None and turn.state.task.status == TaskStatus.CANCELLED
+
+
+def test_a_cancel_with_a_change_is_a_change(conv: Conversation) -> None:
+    talk(conv, "book a flight from Beijing to Paris on Dec 9")
+    turn = talk(conv, "cancel that, make it business")
+    assert turn.state is not None and turn.state.task.status.is_open
+
+
+def test_cancelling_a_task_that_is_not_open_never_cancels_another(conv: Conversation) -> None:
+    talk(conv, "book a flight to Paris")
+    turn = talk(conv, "no don't do it, cancel the refund")
+    assert "no unfinished refund" in turn.reply
+    assert open_types(conv) == ["flight_booking"]
+    assert "没有未完成的退款" in talk(conv, "取消退款", session="s9").reply

@@ -120,8 +120,23 @@ class _Turn:
         control = control_word(self.text)
         here = self.p.open_here
         named = self._named(here)
-        if control is None and named is not None and _named_control(self.text):
+        names_one = named is not None or self._named_type() is not None
+        if control is None and names_one and _named_control(self.text):
             control = "cancel"  # "机票不订了", "cancel the refund"
+        if control is None and here:
+            control = _cancel_clause(self.text, named is not None)
+        if control in ("cancel", "pause") and named is None:
+            # "cancel the refund" while only a flight is open here: the refund, wherever it
+            # is open, and never the flight
+            other = self._named_elsewhere()
+            if other is not None:
+                here, named = [other], other
+            else:
+                kind = self._named_type()
+                if kind is not None:
+                    self.why = f"a {control} word for a {kind.type}, and none is open"
+                    word = replies.words(self.lang)["nothing_open"]
+                    return self._say(word.format(title=kind.title(self.lang)))
         if control in ("cancel", "pause") and here:
             target = named or here[0]
             self.why = f"a {control} word, for the {target.task.type} {target.task.id[:8]}"
@@ -227,6 +242,18 @@ class _Turn:
             if state.task.id in here or state.task.type != chosen.template.type:
                 continue
             if not routing.contradicts(chosen.template, state, chosen.extraction):
+                return state
+        return None
+
+    def _named_type(self) -> TaskTemplate | None:
+        folded = fold(self.text)
+        return next((t for t in self.p.templates if routing.names(t, folded)), None)
+
+    def _named_elsewhere(self) -> TaskState | None:
+        """An open Task of this user (any session) the message names by type or keyword."""
+        folded = fold(self.text)
+        for state in self.p.open_tasks(limit=9):
+            if routing.names(self.p.template_of(state), folded):
                 return state
         return None
 
@@ -454,6 +481,26 @@ _NAMED_CANCEL = re.compile(
     r"|^\s*\S{1,6}(?:不订了|不要了|不退了|不修了|不办了|不用了|取消了?|算了)\s*[。!！]?\s*$"
     r"|^\s*取消\S{1,6}\s*[。!！]?\s*$"
 )
+
+
+_CLAUSES = re.compile(r"[,，;；.。!！?？…]+")
+_SAYS_MORE = re.compile(r"\d|(?<![a-z])(?:make|change|switch|instead|but)(?![a-z])|改|换|但")
+
+
+def _cancel_clause(text: str, named: bool) -> str | None:
+    """ "actually forget about it, i'll just drive", "no don't do it, cancel the refund",
+    "唉，不弄了": a cancel that is the first or last clause, when the other clauses only
+    explain (no value, no change asked for)."""
+    clauses = [c for c in _CLAUSES.split(text) if c.strip()]
+    if len(clauses) < 2:
+        return None
+    for index in (0, len(clauses) - 1):
+        clause = clauses[index]
+        said = control_word(clause) or (_named_control(clause) if named else None)
+        rest = [c for i, c in enumerate(clauses) if i != index]
+        if said == "cancel" and not any(_SAYS_MORE.search(fold(c)) for c in rest):
+            return said
+    return None
 
 
 def _named_control(text: str) -> str | None:
