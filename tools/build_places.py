@@ -64,6 +64,8 @@ ALIASES = {
     ("Chicago", "US"): ["O'Hare", "Midway"],
     ("Boston", "US"): ["Logan"],
     ("Las Vegas", "US"): ["Vegas"],
+    ("Philadelphia", "US"): ["Philly"],
+    ("New Orleans", "US"): ["NOLA"],
     ("London", "GB"): ["Heathrow", "Gatwick", "Stansted"],
     ("Paris", "FR"): ["Charles de Gaulle", "Orly"],
     ("Tokyo", "JP"): ["Narita", "Haneda", "成田", "羽田"],
@@ -85,11 +87,19 @@ ALIASES = {
     ("Venice", "IT"): ["Venezia"],
     ("Lisbon", "PT"): ["Lisboa"],
     ("Copenhagen", "DK"): ["København"],
-    ("Shanghai", "CN"): ["Pudong", "Hongqiao", "浦东", "虹桥"],
-    ("Beijing", "CN"): ["Daxing", "大兴机场", "首都机场"],
-    ("Guangzhou", "CN"): ["Baiyun", "白云机场"],
-    ("Shenzhen", "CN"): ["Bao'an", "宝安机场"],
-    ("Chengdu", "CN"): ["Shuangliu", "Tianfu", "双流", "天府机场"],
+    # Chinese cities' nicknames (魔都, 帝都...) beside their airports
+    ("Shanghai", "CN"): ["Pudong", "Hongqiao", "浦东", "虹桥", "魔都", "申城", "沪"],
+    ("Beijing", "CN"): ["Daxing", "大兴机场", "首都机场", "帝都", "京城"],
+    ("Guangzhou", "CN"): ["Baiyun", "白云机场", "羊城", "花城"],
+    ("Shenzhen", "CN"): ["Bao'an", "宝安机场", "鹏城"],
+    ("Chengdu", "CN"): ["Shuangliu", "Tianfu", "双流", "天府机场", "蓉城"],
+    ("Chongqing", "CN"): ["山城", "雾都"],
+    ("Kunming", "CN"): ["春城"],
+    ("Jinan", "CN"): ["泉城"],
+    ("Wuhan", "CN"): ["江城"],
+    ("Harbin", "CN"): ["冰城"],
+    ("Changsha", "CN"): ["星城"],
+    ("Fuzhou", "CN"): ["榕城"],
 }
 #: First words of airport names that are no city of their own ("San Francisco Intl").
 NOT_A_NAME = {"san", "santa", "new", "saint", "st.", "st", "fort", "port", "los", "las", "el"}
@@ -179,8 +189,9 @@ def main() -> None:
         if metro:
             found.add(metro)
         aliases = ALIASES.get((name, country), [])
-        english = english_names(city) + [a for a in aliases if a.isascii()]
-        chinese = chinese_names(city) + [a for a in aliases if not a.isascii()]
+        # an alias is marked with "~": it is read, and stored as the city's own name
+        english = english_names(city) + [f"~{a}" for a in aliases if a.isascii()]
+        chinese = chinese_names(city) + [f"~{a}" for a in aliases if not a.isascii()]
         row = [
             "|".join(english),
             "|".join(chinese),

@@ -184,7 +184,7 @@ def test_flight_false_positives(text: str) -> None:
         ("我从上海来", {"origin": "上海"}),
         ("我要从广州回北京", {"origin": "广州"}),
         ("改签到周五", {"date": "2026-12-04"}),
-        ("to LA", {"destination": "LA"}),
+        ("to LA", {"destination": "Los Angeles"}),
         (
             "Hi, I'm Li Lei, flying to Shanghai",
             {"destination": "Shanghai", "passenger_name": "Li Lei"},

@@ -506,6 +506,8 @@ class _Reader:
         source = "loose" if loose else source
         if self.kinds[slot.name] == "place" and isinstance(value, str):
             value = places.canonical(value, self.language)
+        if self.kinds[slot.name] == "person" and isinstance(value, str) and not self.cased:
+            value = value.title()  # "marcus johnson", typed all in lower case, on a ticket
         self.cands[slot.name].append(
             _Candidate(value, start, end, self.negated(start), loose=loose, source=source)
         )
@@ -731,7 +733,13 @@ class _Reader:
         cue = " ".join(self.folded[hit.start : hit.end].split())
         # "I'm Li Lei" names someone, "I'm tired" does not.
         weak = cue in _WEAK_CUES
-        if found is not None and weak and not all(w[:1].isupper() for w in str(found[0]).split()):
+        words = str(found[0]).split() if found is not None else []
+        capitalised = all(w[:1].isupper() for w in words)
+        # in a message typed all in lower case, "for marcus johnson" still names someone
+        # (among other values of the Task: "somewhere famous for soup dumplings" is no name)
+        values = len(self.claims) + sum(i.kind in ("date", "choice") for i in self.items)
+        lower_name = not self.cased and kind == "person" and len(words) >= 2 and values >= 2
+        if found is not None and weak and not capitalised and not lower_name:
             return None
         if found is not None and weak and kind == "person":
             after = self.text[found[2] : found[2] + 2]
@@ -1249,8 +1257,10 @@ def _looks_like_name(value: str) -> bool:
     if cjk:
         return cjk == len(value.replace("·", "")) and 2 <= cjk <= 6
     words = value.split()
-    if any(fold(w) in _EN_NAME_STOP for w in words):
-        return False  # "the", "that's too pricey"
+    if any(
+        fold(w) in _EN_NAME_STOP and (i == 0 or not w[:1].isupper()) for i, w in enumerate(words)
+    ):
+        return False  # "the", "that's too pricey" (but "Nguyen Van An")
     return 1 <= len(words) <= 4 and all(_WORD.fullmatch(w) for w in words)
 
 
@@ -1294,11 +1304,25 @@ def _read_after(reader: _Reader, pos: int, stop: int, kind: str) -> tuple[Any, i
         if not value or not _fits(value, kind):
             return None
         return value, start, end
+    if kind == "person":  # "for my daughter Chloe Kim", "for Dr. Aisha Bello"
+        skip = _RELATION.match(folded, start, stop)
+        start = skip.end() if skip else start
+        if start >= stop:
+            return None
     end = _english_words(reader, start, stop, kind)
     if end <= start:
         return None
     value = text[start:end].rstrip(".'-")
     return value, start, start + len(value)
+
+
+_RELATION = re.compile(
+    r"(?:(?:my|our|his|her)\s+(?:wife|husband|son|daughter|mom|mum|mother|dad|father|boss|"
+    r"colleague|friend|brother|sister|grandma|grandmother|grandpa|grandfather|kid|child|"
+    r"partner|girlfriend|boyfriend|aunt|uncle|cousin|niece|nephew|client|guest)\s*,?\s+)?"
+    r"(?:(?:mr|mrs|ms|miss|dr|prof|sir|madam)\.?\s+)?"
+)
+"""Who the passenger is to the user, and a title, said before the name itself."""
 
 
 def _name_word(word: str, cased: bool, first: bool) -> bool:

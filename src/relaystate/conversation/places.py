@@ -39,6 +39,8 @@ class Gazetteer:
     """Folded name (English or Chinese) -> its city (the most populous, when shared)."""
     spelled: dict[str, str]
     """Folded name -> how the data spells it ("new york" -> "New York")."""
+    aliases: frozenset[str]
+    """Folded short names and nicknames (NYC, 魔都, Heathrow), stored as the city's name."""
     codes: dict[str, Place]
     longest_zh: int
     longest_en: int
@@ -96,6 +98,7 @@ def gazetteer() -> Gazetteer:
     names: dict[str, Place] = {}
     spelled: dict[str, str] = {}
     codes: dict[str, Place] = {}
+    aliases: set[str] = set()
     text = _DATA.read_text("utf-8")
     # fold() keeps lengths, so the file is folded once and read beside itself, line by line
     for line, folded_line in zip(text.splitlines(), fold(text).splitlines(), strict=True):
@@ -109,6 +112,9 @@ def gazetteer() -> Gazetteer:
         )
         keys = [k for k in "|".join(folded_line.split("\t")[:2]).split("|") if k]
         for name, key in zip([*english, *chinese], keys, strict=True):
+            if key.startswith("~"):
+                name, key = name[1:], key[1:]
+                aliases.add(key)
             names.setdefault(key, place)
             if key != name:
                 spelled.setdefault(key, name)
@@ -116,16 +122,18 @@ def gazetteer() -> Gazetteer:
             codes.setdefault(code, place)
     longest_zh = max((len(n) for n in names if is_cjk(n[0])), default=2)
     longest_en = max((len(n.split()) for n in names if not is_cjk(n[0])), default=1)
-    return Gazetteer(names, spelled, codes, longest_zh, longest_en)
+    return Gazetteer(names, spelled, frozenset(aliases), codes, longest_zh, longest_en)
 
 
 def canonical(value: str, language: str) -> str:
     """A place as stored: a city as the user named it, spelled as the data spells that name
-    ("new york" -> "New York", "上海市" -> "上海市"); a code as the city's name in ``language``
-    ("PEK" -> "Beijing" or 北京); anything unknown as it was written."""
+    ("new york" -> "New York", "上海市" -> "上海市"); a code or an alias as the city's name in
+    ``language`` ("PEK" -> "Beijing" or 北京, 魔都 -> 上海); anything unknown as written."""
     found = gazetteer()
     stripped = value.strip()
     place = found.code(stripped)
+    if place is None and fold(stripped) in found.aliases:
+        place = found.names[fold(stripped)]
     if place is not None:
         return place.name(language)
     return found.spelled.get(fold(stripped), stripped)
