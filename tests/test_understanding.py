@@ -252,6 +252,8 @@ def test_chat_wraps_a_chinese_confirmation_at_any_width(tmp_path: Path) -> None:
         ("国庆节买的", "2026-10-01"),
         ("bought it 三个月前", "2026-08-29"),
         ("618那天买的", "2026-06-18"),
+        ("去年的今天买的", "2025-11-29"),
+        ("two weeks前买的", "2026-11-15"),
     ],
 )
 def test_a_purchase_date_reads_backwards_and_knows_holidays(
@@ -299,6 +301,13 @@ def test_places_come_from_the_gazetteer(
         ("refund ORD 10001, the reason: it's too small", {"reason": "it's too small"}),
         ("ORD-10001全退，质量太差", {"order_number": "ORD-10001", "amount": 299}),
         ("need a refund on order #10003, like 1,000", {"order_number": "ORD-10003"}),
+        ("订单号ORD-10002，手机壳发黄了，退二十五块五", {"amount": 25.5, "reason": "手机壳发黄了"}),
+        ("ORD-10002那个退我三十", {"amount": 30}),
+        ("refund ORD-10003, give me 500 back", {"amount": 500, "reason": None}),
+        (
+            "I'd like to return ORD-10001 - the left bud crackles - and get $75 back",
+            {"reason": "the left bud crackles", "amount": 75},
+        ),
     ],
 )
 def test_refund_values_stated_up_front(

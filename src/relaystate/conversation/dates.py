@@ -256,6 +256,14 @@ def _day_only(m: re.Match[str], today: date) -> Result:
     return _day_of_month(today, day, ahead)
 
 
+def _zh_year_today(m: re.Match[str], today: date) -> Result:
+    """去年的今天: this day of the month, a year (or two) away."""
+    shift = {"前年": -2, "去年": -1, "今年": 0, "明年": 1}[m["rel"]]
+    return _make(today.year + shift, today.month, today.day) or _make(
+        today.year + shift, today.month, 28
+    )
+
+
 def _en_relative(m: re.Match[str], today: date) -> Result:
     phrase = " ".join(m["rel"].split())
     return today + timedelta(days=EN_RELATIVE[phrase])
@@ -393,6 +401,14 @@ _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         ),
         _day_only,
     ),
+    (  # "12th" on its own, as an answer: not "the 5th time"
+        re.compile(
+            r"(?<![a-z\d])(?P<d>\d{1,2})(?:st|nd|rd|th)"
+            r"(?=\s*(?:$|[,.!?;]|please|pls|then|instead|works)(?![a-z]))"
+        ),
+        _day_only,
+    ),
+    (re.compile(r"(?P<rel>前年|去年|今年|明年)的?今天"), _zh_year_today),
     (re.compile(rf"(?<![a-z])(?:the\s+)?(?P<rel>{_EN_REL})(?![a-z])"), _en_relative),
     (re.compile(rf"(?P<rel>{_ZH_REL})"), _zh_relative),
     (
@@ -420,8 +436,8 @@ _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     ),
     (
         re.compile(
-            rf"(?<![a-z\d])(?P<n>{_EN_COUNT})\s+(?P<unit>days?|weeks?|months?|years?)\s+"
-            r"(?P<dir>from\s+(?:now|today)|later|ago)(?![a-z])"
+            rf"(?<![a-z\d])(?P<n>{_EN_COUNT})\s+(?P<unit>days?|weeks?|months?|years?)\s*"
+            r"(?P<dir>from\s+(?:now|today)|later|ago|以后|之后|后|以前|之前|前)(?![a-z])"
         ),
         _offset,
     ),
@@ -435,7 +451,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (re.compile(rf"过\s*(?P<n>{_COUNT})\s*(?P<unit>天)(?P<dir>)"), _offset),
 ]
 
-_EXPLICIT = {_iso, _zh_ymd, _en_md, _md, _zh_month_rel, _day_only}
+_EXPLICIT = {_iso, _zh_ymd, _en_md, _md, _zh_month_rel, _day_only, _zh_year_today}
 _NO_YEAR = {_zh_ymd, _en_md, _md}
 """Handlers whose phrase may leave the year out (then it is found from today)."""
 _YEAR_BEFORE = re.compile(

@@ -267,6 +267,13 @@ _FILLER_TAIL = phrases(
         "|",
     )
 )
+_DANGLING = re.compile(
+    r"[\s,;:\-–—]+(?:(?:and|so|but|then|or)\s+)?(?:(?:i\s+)?(?:want|need|would like|'d like)"
+    r"(?:\s+to)?\s+)?(?:get|give|have|want|need|please|and|so|but|then|or)?[\s,;:\-–—]*$"
+    r"|[\s,;:\-–—]+$",
+    re.IGNORECASE,
+)
+"""What a clause trails off with once its value is taken out: "- and get", ", so"."""
 _FREE_HEAD = phrases(
     wordlist("um|uh|er|erm|hmm|well|so|oh|ok|okay|嗯|嗯嗯|额|呃|哦|那个|那就|好吧|那好吧", "|")
 )
@@ -411,7 +418,10 @@ def _number_variants(term: str) -> list[str]:
         return number_to_cn(int(m.group())) or m.group()
 
     said = [re.sub(r"\d+", spoken, t) for t in (term, joined)]
-    return [v for v in dict.fromkeys([joined, apart, *said]) if v != term]
+    # "小米的14": a Chinese brand, 的, its number
+    possessive = [re.sub(r"(?<=[\u3400-\u9fff])(?=\d)", "的", t) for t in (term, joined)]
+    variants = [joined, apart, *said, *possessive]
+    return [v for v in dict.fromkeys(variants) if v != term]
 
 
 # --- one utterance -------------------------------------------------------------------------
@@ -719,6 +729,8 @@ class _Reader:
         if kind in ("amount", "number"):
             skip = _CONNECTOR.match(self.folded, hit.end)
             start = skip.end() if skip else hit.end
+            me = re.compile(r"(?:给)?我|me\s+").match(self.folded, start)  # 退我三十, refund me 30
+            start = me.end() if me else start
             for n in self.numbers:
                 if n.start == start:
                     for item in self.items:
@@ -1128,6 +1140,7 @@ def _trim(text: str, *, free: bool = False) -> str:
     """``text`` without filler around it; free text ("wrong color") keeps all but
     hesitations and politeness."""
     if free:
+        text = _DANGLING.sub("", text)  # "the left bud crackles - and get"
         return _strip_phrases(text, _FREE_HEAD, _POLITE_TAIL).strip()
     return _strip_phrases(text, _FILLER_HEAD, _FILLER_TAIL).strip()
 
@@ -1181,7 +1194,8 @@ _LEFTOVER_STOP = frozenset(
         "a an the my for of to on in it its is please me i'd i i'm and so just about this that "
         "with from order number also too want need like can could would you get help some one "
         "another new again now then there here want wanna hi hello hey thanks thank ok okay "
-        "yes sure do does did be been have has"
+        "yes sure do does did be been have has return give send back money refund refunded "
+        "let us"
     )
 )
 

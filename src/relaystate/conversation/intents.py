@@ -381,6 +381,7 @@ REQUEST = phrases(
         "可以帮",
         "申请",
         "办理",
+        "订",
     ]
 )
 """Words that ask for something ("I want", "book", "帮我", "麻烦"): a request, not an answer."""
@@ -403,7 +404,7 @@ _QUESTION = re.compile(
     r"[?？]\s*$|吗\s*[?？。.!！]?\s*$|"
     r"^\s*(?:(?:wait|hmm|um|uh|so|and|oh|ok|okay|sorry|hey|btw)[\s,.!]+)*"
     r"(?:what|what's|how|where|when|who|why|which|can|could|would|is|are|does|did|"
-    r"should|shall|do\s+(?:you|i|we|they))(?![a-z])|什么|怎么|为什么|哪里|哪儿|哪个|几点|多少|是不是|能不能|可不可以"
+    r"should|shall|do\s+(?:you|i|we|they))(?![a-z])|什么|怎么|为什么|为啥|干嘛|咋|哪里|哪儿|哪个|几点|多少|是不是|能不能|可不可以"
 )
 
 

@@ -63,6 +63,7 @@ _DIGITS = re.compile(r"(?<![\d.,])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:\s*([万千
 _CN = re.compile(rf"[{CN_NUMERAL}]+(?:点[零〇一二三四五六七八九]+)?")
 _EN_WORD = re.compile(r"[a-z]+")
 _PREFIX = re.compile(r"(?:[¥$€£]|(?<![a-z])(?:rmb|cny|usd|eur|gbp|us\$|hk\$))\s*$")
+_JIAO = re.compile(r"([一二三四五六七八九1-9])(?:毛|角)?(?![\d零〇一二两三四五六七八九十百千万亿])")
 _SUFFIX = re.compile(
     r"\s*(?:块钱|人民币|美元|美金|欧元|英镑|港币|元|块|圆)"
     r"|\s*(?:rmb|cny|yuan|usd|dollars?|bucks|eur|euros?|pounds?|quid)(?![a-z])"
@@ -279,5 +280,11 @@ def find_numbers(text: str) -> list[NumberMatch]:
         if suffix:
             end = suffix.end()
             currency = True
+            jiao = _JIAO.match(folded, end)  # 二十五块五 = 25.5, 3块2毛 = 3.2
+            if jiao and suffix.group().strip() in ("块", "元"):
+                tenths = jiao.group(1)
+                value += CN_DIGITS.get(tenths, 0) / 10 if tenths in CN_DIGITS else int(tenths) / 10
+                end = jiao.end()
+        last_end = max(last_end, end)
         result.append(NumberMatch(_tidy(value), start, end, currency))
     return result

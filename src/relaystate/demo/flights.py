@@ -71,6 +71,8 @@ def flight_booking(ledger: Ledger) -> TaskTemplate:
                     "便宜的": "economy",
                     "经济": "economy",
                     "商务": "business",
+                    "商舱": "business",
+                    "公务": "business",
                     "头等": "first",
                 },
                 ask={"en": "Economy, business or first?", "zh": "经济舱、商务舱还是头等舱？"},
