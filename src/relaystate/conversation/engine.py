@@ -476,7 +476,8 @@ def _refused(state: TaskState, step: NextStep) -> tuple[str, str] | None:
 
 
 _NAMED_CANCEL = re.compile(
-    r"^\s*(?:please\s+|帮我|请)?(?:cancel|forget|drop|stop|取消)\s*掉?\s*"
+    r"^\s*(?:(?:actually|ok|okay|so|and|also|oh|hmm)[\s,]+)*(?:please\s+|帮我|请)?"
+    r"(?:cancel|forget|drop|stop|取消)\s*掉?\s*"
     r"(?:the|my|that|那个|这个)?\s*\w+(?:\s+\w+)?\s*[.!。！]?\s*$"
     r"|^\s*\S{1,6}(?:不订了|不要了|不退了|不修了|不办了|不用了|取消了?|算了)\s*[。!！]?\s*$"
     r"|^\s*取消\S{1,6}\s*[。!！]?\s*$"

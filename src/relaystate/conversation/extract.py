@@ -275,7 +275,11 @@ _DANGLING = re.compile(
 )
 """What a clause trails off with once its value is taken out: "- and get", ", so"."""
 _FREE_HEAD = phrases(
-    wordlist("um|uh|er|erm|hmm|well|so|oh|ok|okay|嗯|嗯嗯|额|呃|哦|那个|那就|好吧|那好吧", "|")
+    wordlist(
+        "um|uh|er|erm|hmm|well|so|oh|ok|okay|嗯|嗯嗯|额|呃|哦|那个|那就|好吧|那好吧|等下|等一下|等等|"
+        "wait|hold on",
+        "|",
+    )
 )
 _POLITE_TAIL = phrases(["please", "thanks", "thank you", "thx", "谢谢", "谢谢你", "麻烦了"])
 _FALLBACK_STOP = phrases(

@@ -64,6 +64,7 @@ def flight_booking(ledger: Ledger) -> TaskTemplate:
                     "business class": "business",
                     "first class": "first",
                     "1st class": "first",
+                    "1st": "first",
                     "biz": "business",
                     "biz class": "business",
                     "最便宜": "economy",
