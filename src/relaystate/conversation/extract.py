@@ -35,7 +35,17 @@ from . import fuzzy, places
 from .dates import DateCandidate, scan_dates
 from .intents import REQUEST, control_word, is_correction, is_question, is_yes
 from .numbers import NumberMatch, find_numbers, number_to_cn
-from .text import SENTENCE_END, fold, is_cjk, overlaps, phrases, strip_punct, wordlist
+from .text import (
+    NEVER,
+    SENTENCE_END,
+    fold,
+    is_cjk,
+    overlaps,
+    phrase_source,
+    phrases,
+    strip_punct,
+    wordlist,
+)
 
 EXTRACTORS = ("text", "place", "person", "order_id", "amount", "number")
 
@@ -205,8 +215,11 @@ _BLOCKERS = phrases(
 )
 #: Person cues that also start other sentences: their value must be capitalised.
 _WEAK_CUES = frozenset(["i'm", "i am", "this is", "for", "it's", "it is"])
-_CUE_SUFFIXES_EN = ("is", "was", "to", "should be", "will be", ":", "=")
-_CUE_SUFFIXES_ZH = ("改成", "改为", "换成", "换为", "是", "为", "叫", ":")
+_CUE_SUFFIX = (
+    r"(?:\s+(?:is|was|to|should\s+be|will\s+be)(?![a-z0-9])|\s*[:=]|改成|改为|换成|换为|是|为|叫)"
+)
+"""What may follow a cue and belongs to it ("destination is", "目的地改成", "reason:"): one
+group after all cues, rather than each cue written out with each of them."""
 _CONNECTOR_TAIL = re.compile(r"(?:\s|[:：=#]|(?<![a-z])(?:is|number|no\.?|id)|是|为|号)*$")
 _SWAP = re.compile(
     r"(?:[,;，；]|\.{2,}|…+)\s*(?:(?:oh|er|erm|uh|um|hmm)\s+)?"
@@ -378,11 +391,6 @@ def _cues(slot: Slot, kind: str) -> list[tuple[str, bool]]:
     words = slot.name.lower().split("_")
     names = {" ".join(words), *(w for w in words if len(w) >= 4)}
     names |= {fold(label) for label in slot.labels.values() if label}  # 原因是…, 金额改成…
-    nouns = {
-        c
-        for c in declared
-        if "{}" not in c and c[0].isalnum() and (len(c) >= 2 or not is_cjk(c[0]))
-    }
     out: list[tuple[str, bool]] = []
     for cue in [*declared, *sorted(names)]:
         if "{}" in cue:
@@ -390,10 +398,6 @@ def _cues(slot: Slot, kind: str) -> list[tuple[str, bool]]:
             out.append((cue.replace("{}", "").strip(), before))
             continue
         out.append((cue, False))
-    for noun in sorted(names | nouns):
-        zh = is_cjk(noun[0])
-        for suffix in _CUE_SUFFIXES_ZH if zh else _CUE_SUFFIXES_EN:
-            out.append((noun + suffix if zh or suffix in ":=" else f"{noun} {suffix}", False))
     return [(c, b) for c, b in out if c]
 
 
@@ -693,7 +697,7 @@ class _Reader:
         for m in pattern.finditer(self.folded):
             if overlaps(m.start(), m.end(), self.taken()):
                 continue
-            self.hits.append(_Hit(m.start(), m.end(), table[" ".join(m.group().split())]))
+            self.hits.append(_Hit(m.start(), m.end(), table[" ".join(m.group("cue").split())]))
         for hit in list(self.hits):
             for direction in (True, False):
                 for slot, kind, before in hit.roles:
@@ -1117,7 +1121,8 @@ def _cue_table(
             roles = table.setdefault(key, [])
             if not any(r[0].name == slot.name and r[2] == before for r in roles):
                 roles.append((slot, kind, before))
-    built = (table, phrases(table))
+    source = phrase_source(table)
+    built = (table, re.compile(f"(?P<cue>{source}){_CUE_SUFFIX}?") if source else NEVER)
     _CUE_TABLES[template] = built
     return built
 

@@ -100,11 +100,13 @@ def gazetteer() -> Gazetteer:
     codes: dict[str, Place] = {}
     aliases: set[str] = set()
     text = _DATA.read_text("utf-8")
-    # fold() keeps lengths, so the file is folded once and read beside itself, line by line
-    for line, folded_line in zip(text.splitlines(), fold(text).splitlines(), strict=True):
+    for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
         en_names, zh_names, code_list, country, _population = line.split("\t")
+        # Chinese names fold to themselves (no case, no full-width forms in the data)
+        folded_line = en_names.lower() if en_names.isascii() else fold(en_names)
+        folded_line += "\t" + zh_names
         english = en_names.split("|")
         chinese = [n for n in zh_names.split("|") if n]
         place = Place(
