@@ -7,17 +7,14 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from relaystate import Runtime, Scope, TaskStatus, open_store
+from relaystate import Scope, TaskStatus
 from relaystate.conversation import Conversation, Turn
-from relaystate.demo import Ledger, templates
-
-NOW = "2026-11-29T10:00:00"  # a Sunday: next Wednesday is 2026-12-02
+from relaystate.demo import Ledger
 
 # (what the user says, a piece the reply must contain)
 FLIGHT_ZH = [
@@ -73,18 +70,6 @@ SCRIPTS = {
     "refund_zh": REFUND_ZH,
     "after_sales_zh": AFTER_SALES_ZH,
 }
-
-
-@pytest.fixture(autouse=True)
-def pinned_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RELAYSTATE_NOW", NOW)
-
-
-@pytest.fixture
-def conv(tmp_path: Path) -> Iterator[Conversation]:
-    rt = Runtime(open_store(f"sqlite:///{tmp_path}/chat.db"), templates(tmp_path / "ledger.db"))
-    yield Conversation(rt)
-    rt.close()
 
 
 def shape(turn: dict[str, Any]) -> tuple[Any, ...]:

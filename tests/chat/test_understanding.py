@@ -9,29 +9,16 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from relaystate import Runtime, Scope, TaskStatus, open_store
+from relaystate import Scope, TaskStatus
 from relaystate.conversation import Conversation, Turn
-from relaystate.demo import templates
 
-NOW = "2026-11-29T10:00:00"  # a Sunday
+from .conftest import NOW
+
 ALICE = Scope.user("alice")
-
-
-@pytest.fixture(autouse=True)
-def pinned_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RELAYSTATE_NOW", NOW)
-
-
-@pytest.fixture
-def conv(tmp_path: Path) -> Iterator[Conversation]:
-    rt = Runtime(open_store(f"sqlite:///{tmp_path}/chat.db"), templates(tmp_path / "ledger.db"))
-    yield Conversation(rt)
-    rt.close()
 
 
 def talk(conv: Conversation, *texts: str, session: str = "s1") -> Turn:
