@@ -101,6 +101,16 @@ ALIASES = {
     ("Changsha", "CN"): ["星城"],
     ("Fuzhou", "CN"): ["榕城"],
 }
+#: Mainland names GeoNames lacks or lists after another (杜拜 is Taiwan's Dubai): shown first.
+SHOWN_ZH = {
+    ("Dubai", "AE"): "迪拜",
+    ("Auckland", "NZ"): "奥克兰",
+    ("Abu Dhabi", "AE"): "阿布扎比",
+    ("Doha", "QA"): "多哈",
+    ("Sydney", "AU"): "悉尼",
+    ("San Francisco", "US"): "旧金山",
+    ("San Diego", "US"): "圣迭戈",
+}
 #: First words of airport names that are no city of their own ("San Francisco Intl").
 NOT_A_NAME = {"san", "santa", "new", "saint", "st.", "st", "fort", "port", "los", "las", "el"}
 CJK = re.compile(r"^[\u3400-\u9fff]{2,8}$")
@@ -192,6 +202,9 @@ def main() -> None:
         # an alias is marked with "~": it is read, and stored as the city's own name
         english = english_names(city) + [f"~{a}" for a in aliases if a.isascii()]
         chinese = chinese_names(city) + [f"~{a}" for a in aliases if not a.isascii()]
+        shown = SHOWN_ZH.get((name, country))
+        if shown:
+            chinese = [shown, *(c for c in chinese if c != shown)]
         row = [
             "|".join(english),
             "|".join(chinese),

@@ -181,6 +181,12 @@ def test_a_chinese_confirmation_names_choices_in_chinese(conv: Conversation) -> 
     assert "周三" in turn.reply  # the weekday of the date being confirmed
 
 
+def test_a_city_typed_in_latin_is_named_in_chinese_in_a_chinese_reply(conv: Conversation) -> None:
+    turn = talk(conv, "帮我订flight，北京飞Dubai，12月20号，商务舱，乘机人李雷")
+    assert "目的地：迪拜" in turn.reply
+    assert task_of(turn)[1]["destination"] == "Dubai"  # stored as the user gave it
+
+
 def test_a_validation_message_is_in_the_users_language(conv: Conversation) -> None:
     talk(conv, "我要退款")
     turn = talk(conv, "订单号是1234")

@@ -139,3 +139,16 @@ def canonical(value: str, language: str) -> str:
     if place is not None:
         return place.name(language)
     return found.spelled.get(fold(stripped), stripped)
+
+
+def in_language(value: str, language: str) -> str:
+    """A stored place as a reply in ``language`` shows it: a known city by its name in that
+    language when the value is in the other script (Dubai -> 迪拜, 上海 -> Shanghai), else as
+    stored."""
+    stripped = value.strip()
+    latin = stripped.isascii()
+    if (language == "zh") != latin:
+        return value  # already in the reply's script
+    found = gazetteer()
+    place = found.code(stripped) or found.names.get(fold(stripped))
+    return place.name(language) if place is not None else value

@@ -18,6 +18,8 @@ from ..next_step import (
     WaitUser,
 )
 from ..templates import Slot, TaskTemplate
+from . import places
+from .extract import extractor_of
 
 _WORDS = {
     "en": {
@@ -148,10 +150,18 @@ def values(template: TaskTemplate, task: Task, language: str) -> str:
     w = words(language)
     colon = "：" if language == "zh" else ": "
     return w["sep"].join(
-        f"{s.label(language)}{colon}{s.display(task.slots[s.name], language)}"
+        f"{s.label(language)}{colon}{_shown(s, task.slots[s.name], language)}"
         for s in template.slots
         if task.slots.get(s.name) is not None
     )
+
+
+def _shown(slot: Slot, value: Any, language: str) -> str:
+    """A slot's value in the reply's language: a known city by its name in that language
+    (Dubai -> 迪拜 in a Chinese reply; the stored value stays as the user gave it)."""
+    if extractor_of(slot) == "place" and isinstance(value, str) and not slot.value_labels:
+        return places.in_language(value, language)
+    return slot.display(value, language)
 
 
 def waiting_for(template: TaskTemplate, task: Task, step: NextStep, language: str) -> str:
