@@ -27,7 +27,7 @@ bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores s
 	$(PY) bench/turns.py $(BENCH_ARGS)
 	$(PY) bench/stores.py $(BENCH_ARGS)
 	$(PY) bench/conversation.py $(BENCH_ARGS)
-	$(PY) bench/understanding.py $(BENCH_ARGS)
+	$(PY) bench/understanding.py --set all $(BENCH_ARGS)
 
 lint: $(STAMP)  ## ruff (format + lint) and mypy --strict on src/
 	$(VENV)/bin/ruff format --check src tests bench tools
