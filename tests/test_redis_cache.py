@@ -456,6 +456,7 @@ def test_a_failed_cache_write_is_invalidated_once_redis_answers_again(
 
     monkeypatch.setattr(cache, "_write", broken)
     newer = session()
+    newer.version = 1  # the session as the commit above left it
     newer.language = "zh"
     cache.write(newer)  # durable succeeds; the cached copy is now stale
     cache.write(None, said("two"))

@@ -22,6 +22,16 @@ class VersionConflict(RelaystateError):
         super().__init__(f"task {task_id} changed: expected version {expected}, {found}")
 
 
+class SessionConflict(RelaystateError):
+    """A session changed since its turn read it (another turn in the same session committed
+    first); nothing of this turn was written: read again and redo the turn (HTTP 409)."""
+
+    def __init__(self, session_id: str, expected: int) -> None:
+        self.session_id = session_id
+        self.expected = expected
+        super().__init__(f"session {session_id} changed since version {expected}; redo the turn")
+
+
 class DuplicateKey(RelaystateError):
     """An idempotency key is already used by another action."""
 
@@ -72,3 +82,14 @@ class StoreUnavailable(RelaystateError):
 
 class ScopeError(RelaystateError):
     """A call was made without the scope it needs (a user where admin is required)."""
+
+
+class InvalidInput(RelaystateError, ValueError):
+    """An argument from outside that the runtime refuses before anything is read or written:
+    ``field`` names it ("text", "session_id", "slots['amount']"), ``problem`` says what is
+    wrong. Also a ValueError, so callers that caught bad arguments as ValueError still do."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")

@@ -252,6 +252,10 @@ class Session:
     created_at: datetime = field(default_factory=utcnow)
     updated_at: datetime = field(default_factory=utcnow)
     expires_at: datetime | None = None
+    version: int = 0
+    """The stored version this copy was read at (0: never stored). A store writes a session
+    only if its row is still at this version, then counts it up (optimistic locking, as for
+    tasks: two turns in one session never overwrite each other's task list)."""
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
@@ -273,7 +277,14 @@ class Session:
             "created_at": to_iso(self.created_at),
             "updated_at": to_iso(self.updated_at),
             "expires_at": to_iso(self.expires_at),
+            "version": self.version,
         }
+
+    def next_stored(self) -> dict[str, JSON]:
+        """What a store writes for this session: its fields at the next version."""
+        data = self.to_dict()
+        data["version"] = self.version + 1
+        return data
 
     @classmethod
     def from_dict(cls, d: dict[str, JSON]) -> Session:
@@ -288,6 +299,7 @@ class Session:
             created_at=_req_iso(d["created_at"]),
             updated_at=_req_iso(d["updated_at"]),
             expires_at=from_iso(d.get("expires_at")),
+            version=int(d.get("version", 0)),
         )
 
 

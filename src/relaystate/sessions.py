@@ -31,6 +31,7 @@ def live_or_new(
         ttl_seconds=ttl,
         created_at=now,
         updated_at=now,
+        version=stored.version if stored else 0,  # replaces the expired row: same lock
     )
 
 

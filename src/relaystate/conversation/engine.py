@@ -10,12 +10,15 @@ leaves; task change, user message, session and reply are one transaction.
 
 from __future__ import annotations
 
+import itertools
+import random
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..edits import Cancel, Confirm, Edit, Fill, Resume, Start
-from ..errors import InvalidSlot, TaskLocked, TemplateError
+from ..errors import InvalidSlot, SessionConflict, TaskLocked, TemplateError
 from ..llm import Model, RouteCandidate, RuleModel, SlotSpec
 from ..model import Action, TaskState
 from ..next_step import AskConfirmation, AskSlot, NextStep
@@ -71,18 +74,35 @@ class Conversation:
         language: str | None = None,
         task_id: str | None = None,
     ) -> Turn:
-        """One turn of the scope's user: read, decide, commit; the Turn says what happened."""
+        """One turn of the scope's user: read, decide, commit; the Turn says what happened.
+
+        A turn that loses the race for its session to another turn (SessionConflict: nothing
+        of it was written) is read and decided again, on what the other turn left."""
         scope = checked(scope)
         text = text.strip()
         if not text:
             raise ValueError("there is nothing to say: the text is empty")
-        pending = self.runtime.begin_turn(scope, session_id, text)
-        lang = language or _language(text, pending.stored_language)
-        pending.session.language = lang
-        turn = _Turn(self, pending, lang)
-        result = turn.route(task_id)
-        return Turn(result.session.id, result.reply, lang, result.state, result.actions, turn.why)
+        for attempt in itertools.count(1):
+            pending = self.runtime.begin_turn(scope, session_id, text)
+            lang = language or _language(text, pending.stored_language)
+            pending.session.language = lang
+            turn = _Turn(self, pending, lang)
+            try:
+                result = turn.route(task_id)
+            except SessionConflict:
+                if attempt >= SESSION_ATTEMPTS:
+                    raise
+                time.sleep(random.random() * 0.005 * min(attempt, 10))
+                continue
+            return Turn(
+                result.session.id, result.reply, lang, result.state, result.actions, turn.why
+            )
+        raise AssertionError("unreachable")
 
+
+SESSION_ATTEMPTS = 50
+"""How often a turn is redone after losing its session to concurrent turns (each loss means
+another turn of the same session committed, so the session moves on)."""
 
 _SHORT_ENGLISH = {"yes", "no", "ok", "okay", "yeah", "yep", "nope", "sure", "hi", "hello"}
 _SHORT_ENGLISH |= {"continue", "cancel", "stop", "thanks", "correct", "wrong", "help"}

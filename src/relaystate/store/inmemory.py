@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from ..errors import DuplicateKey, NotFound, VersionConflict
+from ..errors import DuplicateKey, NotFound, SessionConflict, VersionConflict
 from ..model import (
     OPEN_ACTION_STATUSES,
     Action,
@@ -168,13 +168,18 @@ class InMemoryStore(Backend):
 
     # -- sessions and messages ---------------------------------------------------------
     def _check_session(self, session: Session) -> None:
+        """Another user's session id is NotFound; one written since this copy was read is
+        a SessionConflict (checked before anything of the commit is written)."""
         current = self._sessions.get(session.id)
         if current is not None and current["user_id"] != session.user_id:
             raise NotFound(f"no session {session.id} for user {session.user_id}")
+        if current is not None and _int(current.get("version", 0)) != session.version:
+            raise SessionConflict(session.id, session.version)
 
     def _write(self, session: Session | None, messages: Sequence[Message]) -> None:
         if session is not None:
-            self._sessions[session.id] = session.to_dict()
+            self._sessions[session.id] = session.next_stored()
+            session.version += 1
         for message in messages:
             rows = self._messages.setdefault(message.session_id, [])
             message.id = (_int(rows[-1]["id"]) if rows else 0) + 1

@@ -31,7 +31,14 @@ from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from ..errors import DuplicateKey, NotFound, StoreUnavailable, StoreURLError, VersionConflict
+from ..errors import (
+    DuplicateKey,
+    NotFound,
+    SessionConflict,
+    StoreUnavailable,
+    StoreURLError,
+    VersionConflict,
+)
 from ..model import (
     OPEN_ACTION_STATUSES,
     OPEN_TASK_STATUSES,
@@ -141,11 +148,13 @@ class PostgresStore(Backend, SchemaAdmin):
         if commit.actions:
             parts.append(_ACTIONS)
             params["actions"] = Jsonb([commit.action_row(a) for a in commit.actions])
-        if commit.session is not None:
+        session = commit.session
+        if session is not None:
             parts.append(_SESSION)
-            params["session_id"] = commit.session.id
-            params["session_user"] = commit.session.user_id
-            params["session"] = Jsonb(commit.session.to_dict())
+            params["session_id"] = session.id
+            params["session_user"] = session.user_id
+            params["session"] = Jsonb(session.next_stored())
+            params["session_version"] = session.version
         if commit.messages:
             parts.append(_messages_cte("WHERE EXISTS (SELECT FROM t)"))
             params["messages"] = Jsonb([m.to_dict() for m in commit.messages])
@@ -154,17 +163,23 @@ class PostgresStore(Backend, SchemaAdmin):
             + ",\n".join(parts)
             + "\nSELECT (SELECT count(*) FROM t), "
             + (_NEW_IDS if commit.messages else "NULL")
+            + (", " + _SESSION_GATE if session is not None else "")
         )
         try:
             row = self._write(sql, params)
         except pg_errors.UniqueViolation as exc:
-            raise self._unique_violation(exc, commit.task.id, commit.session) from None
+            raise self._unique_violation(exc, commit.task.id, session) from None
+        except pg_errors.DivisionByZero:
+            assert session is not None
+            raise SessionConflict(session.id, session.version) from None
         if row[0] != 1:
             actual = self._rows("SELECT version FROM tasks WHERE id = %s", (task.id,))
             raise VersionConflict(
                 task.id, commit.expected_version, int(actual[0][0]) if actual else None
             )
         _number(commit.messages, row[1])
+        if session is not None:
+            session.version += 1
 
     def _write(self, sql: str, params: dict[str, object]) -> tuple[Any, ...]:
         """Run one writing statement (its own transaction), again after a deadlock."""
@@ -342,19 +357,29 @@ class PostgresStore(Backend, SchemaAdmin):
             return
         parts: list[str] = []
         params: dict[str, object] = {}
+        gate = ""
         if session is not None:
             parts.append(_PUT_SESSION)
             params.update(session_id=session.id, session_user=session.user_id)
-            params["session"] = Jsonb(session.to_dict())
+            params["session"] = Jsonb(session.next_stored())
+            params["session_version"] = session.version
+            gate = ", 1 / (SELECT count(*) FROM s)::integer"  # see _SESSION_GATE
         if messages:
             parts.append(_messages_cte(""))
             params["messages"] = Jsonb([m.to_dict() for m in messages])
-        sql = "WITH " + ",\n".join(parts) + "\nSELECT 1, " + (_NEW_IDS if messages else "NULL")
+        sql = (
+            "WITH " + ",\n".join(parts) + "\nSELECT 1, " + (_NEW_IDS if messages else "NULL") + gate
+        )
         try:
             row = self._write(sql, params)
         except pg_errors.UniqueViolation as exc:
             raise self._unique_violation(exc, None, session) from None
+        except pg_errors.DivisionByZero:
+            assert session is not None
+            raise SessionConflict(session.id, session.version) from None
         _number(messages, row[1])
+        if session is not None:
+            session.version += 1
 
     def get_session(self, session_id: str, scope: Scope) -> Session | None:
         rows = self._rows("SELECT user_id, data FROM sessions WHERE id = %s", (session_id,))
@@ -475,13 +500,22 @@ _SESSION = """s AS (
     INSERT INTO sessions (id, user_id, data)
     SELECT %(session_id)s::text, %(session_user)s::text, %(session)s::jsonb FROM t
     ON CONFLICT (id, user_id) DO UPDATE SET data = EXCLUDED.data
+    WHERE coalesce((sessions.data->>'version')::integer, 0) = %(session_version)s
+    RETURNING 1
 )"""
 
 _PUT_SESSION = """s AS (
     INSERT INTO sessions (id, user_id, data)
     VALUES (%(session_id)s::text, %(session_user)s::text, %(session)s::jsonb)
     ON CONFLICT (id, user_id) DO UPDATE SET data = EXCLUDED.data
+    WHERE coalesce((sessions.data->>'version')::integer, 0) = %(session_version)s
+    RETURNING 1
 )"""
+
+_SESSION_GATE = "1 / greatest((SELECT count(*) FROM s), 1 - (SELECT count(*) FROM t))::integer"
+"""Divides by zero, so the whole statement (task, journal, messages) rolls back, when the
+task row was written but the session was not: another turn wrote the session since it was
+read (the upsert's WHERE sees the latest row). One statement stays one round trip."""
 
 _NEW_IDS = "(SELECT jsonb_agg(jsonb_build_array(session_id, id) ORDER BY session_id, id) FROM mi)"
 """The numbers the messages CTE gave, to hand back to the caller."""

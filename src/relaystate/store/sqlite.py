@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import DuplicateKey, NotFound, VersionConflict
+from ..errors import DuplicateKey, NotFound, SessionConflict, VersionConflict
 from ..model import (
     OPEN_TASK_STATUSES,
     Action,
@@ -172,6 +172,8 @@ class SQLiteStore(Backend, SchemaAdmin):
             if commit.session is not None:
                 self._put_session(db, commit.session)
             self._append(db, commit.messages)
+        if commit.session is not None:
+            commit.session.version += 1  # committed: this copy is now at the stored version
 
     def _version(self, task_id: str) -> int | None:
         row = self._db.execute("SELECT version FROM tasks WHERE id = ?", (task_id,)).fetchone()
@@ -320,16 +322,25 @@ class SQLiteStore(Backend, SchemaAdmin):
             if session is not None:
                 self._put_session(db, session)
             self._append(db, messages)
+        if session is not None:
+            session.version += 1
 
     @staticmethod
     def _put_session(db: sqlite3.Connection, session: Session) -> None:
+        """Write the session if its row is still at the version this copy was read at (or
+        absent, for a new one); SessionConflict if another turn wrote it since."""
         cur = db.execute(
             "INSERT INTO sessions (id, user_id, data) VALUES (?, ?, ?)"
             " ON CONFLICT (id) DO UPDATE SET data = excluded.data"
-            " WHERE sessions.user_id = excluded.user_id",
-            (session.id, session.user_id, _dumps(session.to_dict())),
+            " WHERE sessions.user_id = excluded.user_id"
+            " AND COALESCE(json_extract(sessions.data, '$.version'), 0) = ?",
+            (session.id, session.user_id, _dumps(session.next_stored()), session.version),
         )
         if cur.rowcount != 1:
+            owner = db.execute("SELECT user_id FROM sessions WHERE id = ?", (session.id,))
+            row = owner.fetchone()
+            if row is not None and row[0] == session.user_id:
+                raise SessionConflict(session.id, session.version)
             raise NotFound(f"no session {session.id} for user {session.user_id}")
 
     def get_session(self, session_id: str, scope: Scope) -> Session | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from relaystate.errors import NotFound
+from relaystate.errors import NotFound, SessionConflict
 from relaystate.store import SessionStore
 
 from ..support import ADMIN, ALICE, MALLORY, T0, said, session
@@ -26,7 +26,7 @@ def test_sessions_are_scoped_and_owned(sessions: SessionStore) -> None:
 
 def test_a_session_is_replaced_whole(sessions: SessionStore) -> None:
     sessions.write(session(active_task_ids=["t1"], context={"choices": ["t1"]}))
-    sessions.write(session(active_task_ids=["t1", "t2"], language="zh"))
+    sessions.write(session(active_task_ids=["t1", "t2"], language="zh", version=1))
     stored = sessions.get_session("s1", ALICE)
     assert stored is not None
     assert (stored.active_task_ids, stored.context, stored.language) == (["t1", "t2"], {}, "zh")
@@ -40,7 +40,7 @@ def test_messages_are_numbered_per_session_in_order(sessions: SessionStore) -> N
     other = said("x", sid="s2")
     sessions.write(None, other)
     second = said("c")
-    sessions.write(session("s1", language="zh"), second)
+    sessions.write(session("s1", language="zh", version=1), second)
     assert [m.id for m in first + second] == [1, 2, 3]  # the store numbered the written messages
     assert [m.id for m in other] == [1]
     got = sessions.messages("s1", ALICE)
@@ -67,3 +67,22 @@ def test_an_expired_session_is_still_readable(sessions: SessionStore) -> None:
     sessions.write(old, said("hi"))
     assert sessions.get_session("s1", ALICE) == old  # expiry is the runtime's decision
     assert [m.text for m in sessions.messages("s1", ALICE)] == ["hi"]
+
+
+def test_a_session_written_since_it_was_read_is_not_overwritten(sessions: SessionStore) -> None:
+    """Optimistic locking: two turns of one session never overwrite each other's task list."""
+    sessions.write(session(active_task_ids=["t1"]))
+    read_by_a = sessions.get_session("s1", ALICE)
+    read_by_b = sessions.get_session("s1", ALICE)
+    assert read_by_a is not None and read_by_b is not None and read_by_a.version == 1
+    read_by_a.active_task_ids.append("t2")
+    sessions.write(read_by_a, said("a"))
+    assert read_by_a.version == 2
+    read_by_b.active_task_ids.append("t3")
+    with pytest.raises(SessionConflict):
+        sessions.write(read_by_b, said("b"))
+    with pytest.raises(SessionConflict):
+        sessions.write(session(), said("a new copy of an existing id"))
+    stored = sessions.get_session("s1", ALICE)
+    assert stored is not None and stored.active_task_ids == ["t1", "t2"] and stored.version == 2
+    assert [m.text for m in sessions.messages("s1", ALICE)] == ["a"]  # the loser wrote nothing

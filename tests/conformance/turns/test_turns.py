@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from relaystate.errors import NotFound, VersionConflict
+from relaystate.errors import NotFound, SessionConflict, VersionConflict
 from relaystate.model import TaskStatus
 from relaystate.store import Stores
 
@@ -39,6 +39,24 @@ def test_a_failed_commit_writes_no_session_and_no_messages(turns: Stores) -> Non
     stored = turns.sessions.get_session("s1", ALICE)
     assert stored is not None and stored.language == "en"
     assert [m.text for m in turns.sessions.messages("s1", ALICE)] == ["hi"]
+
+
+def test_a_stale_session_fails_the_whole_commit(turns: Stores) -> None:
+    """A turn that lost its session to another turn writes no task, journal or message."""
+    turns.write_session(session(active_task_ids=["t0"]), said("first"))
+    stale = session(active_task_ids=["t0", "t1"])  # read before the write above: version 0
+    with pytest.raises(SessionConflict):
+        create(turns, new_task(), session=stale, messages=said("lost"))
+    assert turns.tasks.load("t1", ADMIN) is None
+    assert turns.tasks.journal("t1", ADMIN) == []
+    stored = turns.sessions.get_session("s1", ALICE)
+    assert stored is not None and stored.active_task_ids == ["t0"]
+    assert [m.text for m in turns.sessions.messages("s1", ALICE)] == ["first"]
+    fresh = turns.sessions.get_session("s1", ALICE)
+    assert fresh is not None
+    fresh.active_task_ids.append("t1")
+    create(turns, new_task(), session=fresh, messages=said("redone"))  # read again: it lands
+    assert turns.tasks.load("t1", ADMIN) is not None
 
 
 def test_another_users_session_id_fails_the_whole_commit(turns: Stores) -> None:
