@@ -31,8 +31,10 @@ def race(url: str, ledger: Path, session_id: str, texts: list[str]) -> list[dict
     start = time.time() + 3.0  # time for every interpreter to import and open the store
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.session_racer", url, str(ledger), "alice"]
-            + [session_id, str(start), text],
+            [
+                *(sys.executable, "-m", "tests.session_racer", url, str(ledger), "alice"),
+                *(session_id, str(start), text),
+            ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
