@@ -125,9 +125,23 @@ def test_a_slot_filling_turn_is_one_write_transaction_on_sqlite(
     assert all(f" {table} " in read for table in ("sessions", "tasks", "actions"))
 
     traced.clear()  # within a minute, an unchanged session is not rewritten at all
-    conv.handle(ALICE, "Alice Wang", "s1")
+    conv.handle(ALICE, "economy please", "s1")
     (tx,) = traced.writes()
     assert not any("sessions" in s for s in tx) and len(tx) == 4
+
+    traced.clear()  # a summary to confirm is remembered in the session, in the same commit
+    shown = conv.handle(ALICE, "Alice Wang", "s1")
+    (tx,) = traced.writes()
+    assert [traced.kind(s) for s in tx] == [
+        "UPDATE tasks",
+        "INSERT journal",
+        "INSERT sessions",
+        "INSERT messages",
+        "INSERT messages",
+    ]
+    assert shown.state is not None
+    session = conv.runtime.session(ALICE, "s1")
+    assert session.context["shown"] == {shown.state.task.id: shown.state.task.version}
 
 
 def test_actions_add_only_their_own_commits(
@@ -275,7 +289,7 @@ CALLS: dict[str, Callable[[Runtime, Any, str], Any]] = {
     "schema_status": lambda rt, s, t: rt.schema_status(s),
     "upgrade_schema": lambda rt, s, t: rt.upgrade_schema(s),
 }
-UNSCOPED = {"register", "close", "template_of", "next_step", "max_inline_wait"}
+UNSCOPED = {"register", "close", "template_of", "next_step", "max_inline_wait", "max_text"}
 """Public names that touch no user's data."""
 
 
@@ -381,6 +395,7 @@ PUBLIC = (
     "Finished",
     "HistoryCompacted",
     "InProgress",
+    "InvalidInput",
     "InvalidSlot",
     "JournalEntry",
     "Message",

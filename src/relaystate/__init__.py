@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .errors import (
         DuplicateKey,
         HistoryCompacted,
+        InvalidInput,
         InvalidSlot,
         NotFound,
         RelaystateError,
@@ -93,6 +94,7 @@ _WHERE = {
     "Finished": "next_step",
     "HistoryCompacted": "errors",
     "InProgress": "next_step",
+    "InvalidInput": "errors",
     "InvalidSlot": "errors",
     "JournalEntry": "model",
     "Message": "model",
@@ -160,6 +162,7 @@ __all__ = [
     "Finished",
     "HistoryCompacted",
     "InProgress",
+    "InvalidInput",
     "InvalidSlot",
     "JournalEntry",
     "Message",

@@ -34,6 +34,9 @@ class Transcript:
     session: Session | None = None
     said: list[Message] = field(default_factory=list)
     reply: Reply | None = None
+    shown: Callable[[], Session | None] | None = None
+    """Asked once the reply is phrased: the session, if phrasing it changed the session (it
+    records which version of a summary this session was shown), to write with the reply."""
     _opened: bool = False
     _closed: bool = False
 
@@ -44,7 +47,12 @@ class Transcript:
         messages = [] if self._opened else list(self.said)
         if final and self.reply is not None and not self._closed:
             messages += self.reply(state, step)
+            session = self._after_reply(session)
         return session, messages
+
+    def _after_reply(self, session: Session | None) -> Session | None:
+        late = self.shown() if self.shown is not None else None
+        return late if late is not None else session
 
     def landed(self, final: bool) -> None:
         self._opened = True
@@ -58,6 +66,7 @@ class Transcript:
         messages = [] if self._opened else list(self.said)
         if self.reply is not None and not self._closed and state is not None and step is not None:
             messages += self.reply(state, step)
+            session = self._after_reply(session)
         return session, messages
 
 

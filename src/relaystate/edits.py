@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InvalidSlot, NotFound, TaskLocked, TemplateError
+from .errors import ConfirmationChanged, InvalidSlot, NotFound, TaskLocked, TemplateError
 from .machine import first_stage
 from .model import ActionKind, ActionStatus, TaskState, TaskStatus
 from .templates import TaskTemplate
@@ -42,10 +42,13 @@ class Fill:
 
 @dataclass(frozen=True)
 class Confirm:
-    """The user's yes (go on) or no (back to collecting) on the collected slots."""
+    """The user's yes (go on) or no (back to collecting) on the collected slots. ``seen`` is
+    the task version whose summary the user answered: a yes to an older one is refused
+    (ConfirmationChanged), so a change made meanwhile elsewhere is never confirmed unseen."""
 
     task_id: str
     yes: bool = True
+    seen: int | None = None
 
 
 @dataclass(frozen=True)
@@ -100,8 +103,8 @@ def change_for(
     match edit:
         case Fill(slots=slots):
             return lambda draft: _fill(draft, template_of(draft), slots)
-        case Confirm(yes=yes):
-            return lambda draft: _confirm(draft, template_of(draft), yes)
+        case Confirm(yes=yes, seen=seen):
+            return lambda draft: _confirm(draft, template_of(draft), yes, seen)
         case Cancel():
             return lambda draft: _cancel(draft, template_of(draft))
         case Resolve(seq=seq, succeeded=ok, output=output):
@@ -139,9 +142,11 @@ def _fill(draft: TaskState, template: TaskTemplate, slots: Mapping[str, JSON]) -
     return True
 
 
-def _confirm(draft: TaskState, template: TaskTemplate, yes: bool) -> bool:
+def _confirm(draft: TaskState, template: TaskTemplate, yes: bool, seen: int | None) -> bool:
     _require_open(draft)
     _require_no_effect(draft, template, "it is past confirmation")
+    if yes and seen is not None and seen != draft.task.version:
+        raise ConfirmationChanged(draft.task.id, seen, draft.task.version)
     if yes:
         draft.task.confirmed = True
     else:

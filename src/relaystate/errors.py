@@ -32,6 +32,20 @@ class SessionConflict(RelaystateError):
         super().__init__(f"session {session_id} changed since version {expected}; redo the turn")
 
 
+class ConfirmationChanged(RelaystateError):
+    """A yes answered a summary of the task at ``seen``, but the task has changed since (now
+    at ``version``, say from another device): nothing is confirmed; show it again (HTTP 409)."""
+
+    def __init__(self, task_id: str, seen: int, version: int) -> None:
+        self.task_id = task_id
+        self.seen = seen
+        self.version = version
+        super().__init__(
+            f"task {task_id} changed after its summary was shown (version {seen}, now "
+            f"{version}): the details changed, please check them again"
+        )
+
+
 class DuplicateKey(RelaystateError):
     """An idempotency key is already used by another action."""
 
@@ -93,3 +107,42 @@ class InvalidInput(RelaystateError, ValueError):
         self.field = field
         self.problem = problem
         super().__init__(f"{field}: {problem}")
+
+
+class ConfigError(RelaystateError, ValueError):
+    """A setting relaystate cannot use: an environment variable (``RELAYSTATE_NOW``,
+    ``RELAYSTATE_FAILPOINTS``...), a command's option, or an ``--app`` that is no template
+    factory. The message names the setting and says what it takes. Also a ValueError, as
+    these were before they had a type of their own."""
+
+
+class StoreFileError(RelaystateError):
+    """A SQLite file (the store, or the demo ledger) that cannot be used as it is: ``path``
+    names it, the message says what is wrong and what to do. Raised before anything is
+    written, or after SQLite refused a write (then that write did not happen)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+class StoreMissing(StoreFileError):
+    """The file does not exist and the caller only reads: reading never creates a store."""
+
+
+class StoreNotDatabase(StoreFileError):
+    """The file is not a relaystate database: not SQLite at all, empty, or another
+    application's database (which relaystate must not add its tables to)."""
+
+
+class StoreCorrupt(StoreFileError):
+    """The file is a damaged SQLite database: malformed pages, truncated, a broken header."""
+
+
+class StoreReadOnly(StoreFileError):
+    """The file, its directory or its file system cannot be written: nothing was written."""
+
+
+class StoreFull(StoreFileError):
+    """The disk (or a quota) holding the file is full: the change in progress was not written;
+    what was committed before it is intact."""

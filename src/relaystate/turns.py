@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from .driver import Transcript
 from .edits import Edit, Start
-from .errors import InvalidSlot, RelaystateError, TaskLocked
+from .errors import ConfirmationChanged, InvalidSlot, RelaystateError, TaskLocked
 from .model import Action, Message, Session, TaskState
-from .next_step import NextStep
+from .next_step import AskConfirmation, NextStep
 from .scope import Scope
 from .sessions import MAX_SESSION_TASKS, live_or_new, needs_write
 from .templates import TaskTemplate
@@ -148,32 +148,70 @@ class PendingTurn:
         task_id = edit.task_id if edit is not None else None
         if task_id is not None:
             self.remember(task_id)
-        session = self._session_to_write()
         user = self.session.user_id
         said = Message(self.session.id, user, "user", self.text, task_id, now)
         replies: list[Message] = []
+        noted: list[bool] = [False]
 
         def reply(ctx: ReplyContext) -> list[Message]:
             text = phrase(ctx)
             replies[:] = [Message(self.session.id, user, "assistant", text, task_id, rt.clock())]
+            noted[0] = self._note_shown(ctx)
             return list(replies)
 
+        def shown() -> Session | None:
+            return self._touched() if noted[0] else None
+
         if edit is None:
-            rt.stores.write_session(session, [said, *reply(ReplyContext(None, None))])
+            words = [said, *reply(ReplyContext(None, None))]
+            rt.stores.write_session(self._session_to_write(), words)
             return self._result(ReplyContext(None, None), said, replies, {})
         before = self._loaded.get(task_id) if task_id is not None else None
         known = {str(a.seq): a.to_dict() for a in before.actions} if before else {}
         transcript = Transcript(
-            session=session, said=[said], reply=lambda s, step: reply(ReplyContext(s, step))
+            session=self._session_to_write(),
+            said=[said],
+            reply=lambda s, step: reply(ReplyContext(s, step)),
+            shown=shown,
         )
         try:
             done = rt.apply(self.scope, edit, known=before, transcript=transcript)
-        except (InvalidSlot, TaskLocked) as exc:
+        except (InvalidSlot, TaskLocked, ConfirmationChanged) as exc:
             step = rt.next_step(before) if before is not None else None
             ctx = ReplyContext(before, step, exc)
-            rt.stores.write_session(session, [said, *reply(ctx)])
+            words = [said, *reply(ctx)]
+            rt.stores.write_session(self._session_to_write(), words)
             return self._result(ctx, said, replies, known)
         return self._result(ReplyContext(done.state, done.step), said, replies, known)
+
+    def _note_shown(self, ctx: ReplyContext) -> bool:
+        """Remember in the session which version of a task's summary this reply showed (a
+        confirmation question), so that a later yes here confirms that one and no other;
+        True if the session changed."""
+        state = ctx.state
+        if state is None:
+            return False
+        shown = dict(self.seen())
+        if isinstance(ctx.step, AskConfirmation):
+            shown[state.task.id] = state.task.version
+        else:
+            shown.pop(state.task.id, None)
+        if shown == self.seen():
+            return False
+        if shown:
+            self.session.context["shown"] = shown
+        else:
+            self.session.context.pop("shown", None)
+        return True
+
+    def seen(self) -> dict[str, int]:
+        """Task id -> the version of its summary this session was last shown."""
+        found = self.session.context.get("shown")
+        return {str(k): int(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+    def _touched(self) -> Session:
+        self.session.touch(self.runtime.clock())
+        return self.session
 
     def _session_to_write(self) -> Session | None:
         """The session, touched, if the turn changed it or it was last written a while ago

@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..edits import Cancel, Confirm, Edit, Fill, Resume, Start
-from ..errors import InvalidSlot, SessionConflict, TaskLocked, TemplateError
+from ..errors import (
+    ConfirmationChanged,
+    InvalidSlot,
+    SessionConflict,
+    TaskLocked,
+    TemplateError,
+)
 from ..llm import Model, RouteCandidate, RuleModel, SlotSpec
 from ..model import Action, TaskState
 from ..next_step import AskConfirmation, AskSlot, NextStep
@@ -376,6 +382,9 @@ class _Turn:
                 ctx.error.code, template, ctx.state.task, ctx.error.action, self.lang
             )
             return words["cannot"].format(reason=why)
+        if isinstance(ctx.error, ConfirmationChanged):
+            reply = replies.reply_for(template, ctx.state, ctx.step, self.lang)
+            return words["changed"] + reply
         if isinstance(ctx.error, InvalidSlot):
             error = (ctx.error.slot, ctx.error.reason)
         error = error or _refused(ctx.state, ctx.step)
@@ -434,7 +443,10 @@ class _Turn:
         if found.values:
             edit = Fill(task_id, found.values)
         elif isinstance(step, AskConfirmation) and is_yes(self.text):
-            edit = Confirm(task_id, True)
+            # the yes answers the summary this session was shown (none shown here: 0, no
+            # version, so the summary is shown first); a change made since elsewhere is never
+            # confirmed unseen
+            edit = Confirm(task_id, True, seen=self.p.seen().get(task_id, 0))
         elif isinstance(step, AskConfirmation) and is_no(self.text):
             edit = Confirm(task_id, False)
             prefix = replies.words(self.lang)["change_what"]
