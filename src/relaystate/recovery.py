@@ -56,10 +56,11 @@ def recover(
     report = RecoveryReport()
     scope.require_admin("recovery")
     ids = _candidates(stores, scope, report, owner=owner, now=clock(), page=page)[:limit]
+    gone = _dead_recoverers(stores, owner, clock())
     try:
         for start in range(0, len(ids), BATCH):
             batch = stores.coordination.claim_for_recovery(
-                ids[start : start + BATCH], owner, until=clock() + lease, now=clock()
+                ids[start : start + BATCH], owner, until=clock() + lease, now=clock(), gone=gone
             )
             report.claimed_elsewhere += min(BATCH, len(ids) - start) - len(batch)
             for task_id in batch:
@@ -67,6 +68,16 @@ def recover(
     finally:
         stores.coordination.release_recovery(owner)
     return report
+
+
+def _dead_recoverers(stores: Stores, owner: str, now: datetime) -> frozenset[str]:
+    """Holders of live recovery claims that can no longer be alive (a killed ``recover`` on
+    this host, a deregistered worker): their claims are taken over at once, not waited out."""
+    holders = stores.coordination.recovery_claimants(now)
+    stopped = stores.coordination.stopped_workers(holders)
+    return frozenset(
+        h for h in holders if lease_expired(h, None, now, me=owner, is_stopped=stopped.__contains__)
+    )
 
 
 def _candidates(

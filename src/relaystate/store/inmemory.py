@@ -7,7 +7,7 @@ state, exactly as with a database. One lock makes every commit atomic.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 
 from ..errors import DuplicateKey, NotFound, SessionConflict, VersionConflict
@@ -211,13 +211,19 @@ class InMemoryStore(Backend):
 
     # -- workers and recovery claims ----------------------------------------------------
     def claim_for_recovery(
-        self, task_ids: Sequence[str], owner: str, *, until: datetime, now: datetime
+        self,
+        task_ids: Sequence[str],
+        owner: str,
+        *,
+        until: datetime,
+        now: datetime,
+        gone: Collection[str] = (),
     ) -> list[str]:
         taken = []
         with self._lock:
             for task_id in task_ids:
                 held = self._claims.get(task_id)
-                if held is None or held[0] == owner or held[1] <= now:
+                if held is None or held[0] == owner or held[1] <= now or held[0] in gone:
                     self._claims[task_id] = (owner, until)
                     taken.append(task_id)
         return taken
@@ -225,6 +231,10 @@ class InMemoryStore(Backend):
     def release_recovery(self, owner: str) -> None:
         with self._lock:
             self._claims = {k: v for k, v in self._claims.items() if v[0] != owner}
+
+    def recovery_claimants(self, now: datetime) -> frozenset[str]:
+        with self._lock:
+            return frozenset(o for o, until in self._claims.values() if until > now)
 
     def register_worker(self, worker: WorkerInfo) -> None:
         with self._lock:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -324,7 +324,13 @@ class PostgresStore(Backend, SchemaAdmin):
         return [str(r[0]) for r in rows]
 
     def claim_for_recovery(
-        self, task_ids: Sequence[str], owner: str, *, until: datetime, now: datetime
+        self,
+        task_ids: Sequence[str],
+        owner: str,
+        *,
+        until: datetime,
+        now: datetime,
+        gone: Collection[str] = (),
     ) -> list[str]:
         # SKIP LOCKED: rows another recoverer is claiming right now are passed over instead
         # of waited for; ON CONFLICT keeps a live claim of another recoverer.
@@ -341,11 +347,22 @@ class PostgresStore(Backend, SchemaAdmin):
                 " until = EXCLUDED.until"
                 " WHERE recovery_claims.until <= %(now)s"
                 " OR recovery_claims.owner = EXCLUDED.owner"
+                " OR recovery_claims.owner = ANY(%(gone)s)"
                 " RETURNING task_id",
-                {"ids": list(task_ids), "owner": owner, "until": until, "now": now},
+                {
+                    "ids": list(task_ids),
+                    "owner": owner,
+                    "until": until,
+                    "now": now,
+                    "gone": sorted(gone),
+                },
             ).fetchall()
         taken = {str(r[0]) for r in rows}
         return [t for t in task_ids if t in taken]
+
+    def recovery_claimants(self, now: datetime) -> frozenset[str]:
+        rows = self._rows("SELECT DISTINCT owner FROM recovery_claims WHERE until > %s", (now,))
+        return frozenset(str(r[0]) for r in rows)
 
     def release_recovery(self, owner: str) -> None:
         with self._conn() as conn:

@@ -20,7 +20,7 @@ rows only, and another user's ids answer like ids that do not exist. Maintenance
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -180,15 +180,26 @@ class Coordination(_Closable, ABC):
 
     @abstractmethod
     def claim_for_recovery(
-        self, task_ids: Sequence[str], owner: str, *, until: datetime, now: datetime
+        self,
+        task_ids: Sequence[str],
+        owner: str,
+        *,
+        until: datetime,
+        now: datetime,
+        gone: Collection[str] = (),
     ) -> list[str]:
         """Take these (existing) tasks for one recovery pass; returns those taken.
 
         A task another recoverer holds (its claim not yet past ``until``) is skipped, so two
-        processes recovering at once split the work instead of racing for every task.
-        Claims are coordination only, not task state: the task itself is still changed
-        through version-checked commits.
+        processes recovering at once split the work instead of racing for every task;
+        unless its holder is in ``gone`` (a recoverer known dead: its claims expire at once,
+        as a dead process's action leases do). Claims are coordination only, not task
+        state: the task itself is still changed through version-checked commits.
         """
+
+    @abstractmethod
+    def recovery_claimants(self, now: datetime) -> frozenset[str]:
+        """Who holds live recovery claims (to tell which of them are dead processes)."""
 
     @abstractmethod
     def release_recovery(self, owner: str) -> None:

@@ -13,7 +13,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -292,10 +292,18 @@ class SQLiteStore(Backend, SchemaAdmin):
         return [str(r[0]) for r in rows]
 
     def claim_for_recovery(
-        self, task_ids: Sequence[str], owner: str, *, until: datetime, now: datetime
+        self,
+        task_ids: Sequence[str],
+        owner: str,
+        *,
+        until: datetime,
+        now: datetime,
+        gone: Collection[str] = (),
     ) -> list[str]:
-        # BEGIN IMMEDIATE already serialises claimers; a live claim of another is kept.
+        # BEGIN IMMEDIATE already serialises claimers; a live claim of another is kept,
+        # unless its holder is gone.
         taken = []
+        dead = json.dumps(sorted(gone))
         with self._tx() as db:
             for task_id in task_ids:
                 row = db.execute(
@@ -303,12 +311,19 @@ class SQLiteStore(Backend, SchemaAdmin):
                     " ON CONFLICT (task_id) DO UPDATE SET owner = excluded.owner,"
                     " until = excluded.until"
                     " WHERE recovery_claims.until <= ? OR recovery_claims.owner = excluded.owner"
+                    " OR recovery_claims.owner IN (SELECT value FROM json_each(?))"
                     " RETURNING task_id",
-                    (task_id, owner, to_iso(until), to_iso(now)),
+                    (task_id, owner, to_iso(until), to_iso(now), dead),
                 ).fetchone()
                 if row is not None:
                     taken.append(str(row[0]))
         return taken
+
+    def recovery_claimants(self, now: datetime) -> frozenset[str]:
+        rows = self._read(
+            "SELECT DISTINCT owner FROM recovery_claims WHERE until > ?", (to_iso(now),)
+        )
+        return frozenset(str(r[0]) for r in rows)
 
     def release_recovery(self, owner: str) -> None:
         with self._tx() as db:

@@ -40,3 +40,18 @@ def test_recovery_claims_split_work_and_expire(coordination: Coordination, bundl
     coordination.release_recovery("c")
     assert claim(ids, "b", until=later, now=T0) == ids
     assert claim([], "b", until=later, now=T0) == []
+
+
+def test_claims_of_a_recoverer_known_dead_are_taken_over(
+    coordination: Coordination, bundle: Stores
+) -> None:
+    later = T0 + timedelta(minutes=1)
+    for task_id in ("t0", "t1"):
+        create(bundle, new_task(task_id))
+    claim = coordination.claim_for_recovery
+    assert claim(["t0", "t1"], "dead", until=later, now=T0) == ["t0", "t1"]
+    assert coordination.recovery_claimants(T0) == frozenset({"dead"})
+    assert claim(["t0", "t1"], "b", until=later, now=T0) == []  # alive as far as we know
+    assert claim(["t0", "t1"], "b", until=later, now=T0, gone={"dead"}) == ["t0", "t1"]
+    assert coordination.recovery_claimants(T0) == frozenset({"b"})
+    assert coordination.recovery_claimants(later) == frozenset()  # expired by time
