@@ -289,7 +289,7 @@ CALLS: dict[str, Callable[[Runtime, Any, str], Any]] = {
     "schema_status": lambda rt, s, t: rt.schema_status(s),
     "upgrade_schema": lambda rt, s, t: rt.upgrade_schema(s),
 }
-UNSCOPED = {"register", "close", "template_of", "next_step", "max_inline_wait"}
+UNSCOPED = {"register", "close", "template_of", "next_step", "max_inline_wait", "max_text"}
 """Public names that touch no user's data."""
 
 

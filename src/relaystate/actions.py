@@ -151,7 +151,7 @@ class ActionRunner:
                 kind=step.kind,
                 idempotency_key=key,
                 status=ActionStatus.RUNNING,
-                input=json.loads(json.dumps(data, default=str)),
+                input=_plain(data),
                 attempts=1,
                 compensates=step.compensates,
                 lease_owner=self.owner,
@@ -172,7 +172,7 @@ class ActionRunner:
         spec = self.spec_for(draft, action.name, action.kind)
         if not spec.side_effect and action.kind == ActionKind.STEP:
             fresh = spec.input_for(draft.task, _outputs(draft))  # reads the current slots
-            action.input = json.loads(json.dumps(fresh, default=str))
+            action.input = _plain(fresh)
         action.status = ActionStatus.RUNNING
         action.attempts += 1
         action.lease_owner = self.owner
@@ -331,9 +331,15 @@ def _attempt(spec: ActionSpec, ctx: ActionContext) -> Result:
     completed = None
     if isinstance(output, Completes):
         if not spec.side_effect:
-            completed = json.loads(json.dumps(dict(output.slots), default=str))
+            completed = _plain(dict(output.slots))
         output = output.output
-    return Result("success", output=json.loads(json.dumps(output, default=str)), slots=completed)
+    return Result("success", output=_plain(output), slots=completed)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain JSON every backend stores: what is not JSON as text, and a NaN or
+    an infinity (which an executor may return, and JSON has no word for) as null."""
+    return json.loads(json.dumps(value, default=str), parse_constant=lambda _name: None)
 
 
 REJECTED = "rejected"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from . import journal, recovery
+from . import inputs, journal, recovery
 from .actions import ActionRunner
 from .driver import Driver, Transcript
 from .edits import (
@@ -82,6 +82,9 @@ class Resumption:
 
 class Runtime:
     """Durable Sessions, Tasks and Actions over one set of store roles."""
+
+    max_text: int | None = None
+    """The most characters a text may have; None: ``RELAYSTATE_MAX_TEXT``, else 10,000."""
 
     def __init__(
         self,
@@ -184,6 +187,13 @@ class Runtime:
         ttl: timedelta | None = None,
     ) -> Session:
         """Reopen a session (a new one if it is unknown or expired; tasks are unaffected)."""
+        inputs.check(
+            scope,
+            session_id=session_id,
+            language=language or None,
+            timezone=timezone or None,
+            ttl=ttl,
+        )
         user = checked(scope).owner("a session")
         session = self.live_session(scope, session_id)
         if language:
@@ -199,6 +209,7 @@ class Runtime:
 
     def session(self, scope: Scope, session_id: str) -> Session:
         """A stored session in scope (expired ones too: they keep their messages)."""
+        inputs.check(scope, session_id=session_id)
         found = self.stores.sessions.get_session(session_id, checked(scope))
         if found is None:
             raise NotFound(f"no session {session_id}")
@@ -206,6 +217,7 @@ class Runtime:
 
     def live_session(self, scope: Scope, session_id: str | None) -> Session:
         """The stored session if it is still alive, else a new empty one with that id."""
+        inputs.check(scope, session_id=session_id)
         stored = None
         if session_id is not None:
             stored = self.stores.sessions.get_session(session_id, checked(scope))
@@ -215,6 +227,7 @@ class Runtime:
         self, scope: Scope, session_id: str, *, limit: int = 50, before: int | None = None
     ) -> list[Message]:
         """A session's last ``limit`` messages (below ``before``, if given), oldest first."""
+        inputs.check(scope, session_id=session_id, limit=limit, before=before)
         return self.stores.sessions.messages(session_id, checked(scope), limit=limit, before=before)
 
     def begin_turn(
@@ -222,6 +235,13 @@ class Runtime:
     ) -> PendingTurn:
         """Read what one turn needs (the session and its open tasks) in one read; the
         caller decides, then commits everything the turn did with ``PendingTurn.commit``."""
+        inputs.check(
+            scope,
+            max_text=self.max_text,
+            session_id=session_id,
+            text=text,
+            language=language or None,
+        )
         from .turns import PendingTurn
 
         return PendingTurn.read(self, checked(scope), session_id, text, language)
@@ -241,6 +261,18 @@ class Runtime:
         run: bool = True,
     ) -> TaskState:
         """Start a task of a registered type for the scope's user; runs what it can at once."""
+        inputs.check(
+            scope,
+            max_text=self.max_text,
+            type=type,
+            session_id=session_id,
+            slots=slots or {},
+            goal=goal,
+            context=context,
+            new_task_id=task_id,
+            messages=messages,
+            run=run,
+        )
         task_id = task_id or uuid.uuid4().hex
         edit = Start(type, dict(slots or {}), goal, dict(context or {}), task_id, session_id)
         transcript, _ = self._transcript(scope, session_id, messages, task_id)
@@ -262,6 +294,15 @@ class Runtime:
         and read-only actions that already ran (a look-up) run again on the new values.
         Once a side effect has been recorded the slots are locked.
         """
+        inputs.check(
+            scope,
+            max_text=self.max_text,
+            task_id=task_id,
+            slots=slots,
+            session_id=session_id,
+            messages=messages,
+            run=run,
+        )
         transcript, known = self._transcript(scope, session_id, messages, task_id)
         return self.apply(
             scope, Fill(task_id, slots), known=known, transcript=transcript, run=run
@@ -278,6 +319,15 @@ class Runtime:
         run: bool = True,
     ) -> TaskState:
         """Record the user's yes (go on) or no (back to collecting) on the collected slots."""
+        inputs.check(
+            scope,
+            task_id=task_id,
+            yes=yes,
+            session_id=session_id,
+            messages=messages,
+            run=run,
+            max_text=self.max_text,
+        )
         transcript, known = self._transcript(scope, session_id, messages, task_id)
         return self.apply(
             scope, Confirm(task_id, yes), known=known, transcript=transcript, run=run
@@ -292,6 +342,9 @@ class Runtime:
         messages: Sequence[MessageLike] = (),
     ) -> TaskState:
         """Cancel an open task, unless an action is in flight or a side effect already landed."""
+        inputs.check(
+            scope, task_id=task_id, session_id=session_id, messages=messages, max_text=self.max_text
+        )
         transcript, known = self._transcript(scope, session_id, messages, task_id)
         return self.apply(scope, Cancel(task_id), known=known, transcript=transcript).state
 
@@ -299,15 +352,25 @@ class Runtime:
         self, scope: Scope, task_id: str, seq: int, *, succeeded: bool, output: JSON = None
     ) -> TaskState:
         """An operator settles an action that needs attention: it did or did not take effect."""
+        inputs.check(
+            scope,
+            task_id=task_id,
+            seq=seq,
+            succeeded=succeeded,
+            output=output,
+            max_text=self.max_text,
+        )
         checked(scope).require_admin("resolving an action")
         return self.apply(scope, Resolve(task_id, seq, succeeded, output)).state
 
     def advance(self, scope: Scope, task_id: str) -> TaskState:
         """Run what the machine says until the task waits for someone or something."""
+        inputs.check(scope, task_id=task_id)
         return self.apply(scope, Resume(task_id)).state
 
     def resume(self, scope: Scope, task_id: str, *, run: bool = True) -> Resumption:
         """Pick a task up where it stopped: reconcile and run what is due, then say what's next."""
+        inputs.check(scope, task_id=task_id, run=run)
         if not run:
             state = self.task(scope, task_id)
             return Resumption(state, self.next_step(state))
@@ -328,6 +391,7 @@ class Runtime:
         ``known`` is the task as the caller just read it (saves a read). Errors of the edit
         itself (InvalidSlot, TaskLocked, NotFound) leave everything as it was.
         """
+        inputs.check_edit(scope, edit, max_text=self.max_text)
         scope = checked(scope)
         if isinstance(edit, Start):
             done = self._start(scope, edit, transcript, run)
@@ -411,6 +475,7 @@ class Runtime:
 
     def task(self, scope: Scope, task_id: str) -> TaskState:
         """A task and its actions, if it is in scope."""
+        inputs.check(scope, task_id=task_id)
         return self._writer.load(task_id, checked(scope))
 
     def tasks(
@@ -421,10 +486,12 @@ class Runtime:
         limit: int = 100,
     ) -> list[Task]:
         """The scope's tasks (every user's for admin), most recently updated first."""
+        inputs.check(scope, statuses=statuses, limit=limit)
         return self.stores.tasks.list_tasks(checked(scope), statuses=statuses, limit=limit)
 
     def open_tasks(self, scope: Scope, *, limit: int = 100) -> list[Task]:
         """A user's unfinished tasks, from any session or device, most recent first."""
+        inputs.check(scope, limit=limit)
         return self.tasks(scope, statuses=OPEN_TASK_STATUSES, limit=limit)
 
     def recover(
@@ -437,6 +504,7 @@ class Runtime:
     ) -> RecoveryReport:
         """Reconcile actions whose lease expired and continue interrupted tasks: all of them,
         or at most ``limit`` tasks. Run at start-up (admin scope)."""
+        inputs.check(scope, limit=limit, page=page)
         scope = checked(scope)
         return recovery.recover(
             self.stores,
@@ -453,17 +521,20 @@ class Runtime:
     # -- the database schema (operators) ---------------------------------------------------
     def schema_status(self, scope: Scope) -> SchemaStatus | None:
         """The SQL schema's applied and latest versions (None: the store keeps no schema)."""
+        inputs.check(scope)
         checked(scope).require_admin("the database schema")
         return None if self.stores.schema is None else self.stores.schema.schema_status()
 
     def upgrade_schema(self, scope: Scope) -> list[SchemaStep]:
         """Apply pending schema migrations, each in its own transaction; the steps applied."""
+        inputs.check(scope)
         checked(scope).require_admin("the database schema")
         return [] if self.stores.schema is None else self.stores.schema.upgrade_schema()
 
     # -- journal -------------------------------------------------------------------------
     def history(self, scope: Scope, task_id: str) -> tuple[Snapshot | None, list[JournalEntry]]:
         """A task's baseline (if compacted) and the journal entries after it."""
+        inputs.check(scope, task_id=task_id)
         self.task(scope, task_id)  # NotFound out of scope
         baseline = self.stores.tasks.baseline(task_id, scope)
         after = baseline.version if baseline else 0
@@ -471,6 +542,7 @@ class Runtime:
 
     def replay(self, scope: Scope, task_id: str, upto: int | datetime | None = None) -> TaskState:
         """The task and its actions as they were at version (or time) ``upto``."""
+        upto = inputs.history_point(upto)
         baseline, entries = self.history(scope, task_id)
         return journal.replay(entries, baseline, upto)
 
@@ -478,6 +550,8 @@ class Runtime:
         self, scope: Scope, *, now: datetime | None = None, retention: timedelta | None = None
     ) -> int:
         """Fold journal entries older than the retention into baselines; returns entries folded."""
+        inputs.check(scope, now=now, retention=retention)
+        now = inputs.utc(now)
         checked(scope).require_admin("compaction")
         cutoff = (now or self.clock()) - (retention if retention is not None else self.retention)
         folded = 0

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, overload
 
-from .errors import InvalidSlot, TemplateError
+from .errors import InvalidInput, InvalidSlot, TemplateError
+from .inputs import MAX_SAFE_INTEGER, json_value
 from .model import Task
 from .next_step import AskConfirmation, AskSlot, NextStep, WaitUser
 from .problems import Problem, custom
@@ -103,11 +106,11 @@ class Slot:
             raise InvalidSlot(self.name, Problem("required", "a value is required"))
         if self.kind == "number" and isinstance(value, str) and value in self.synonyms.values():
             return value  # a word the task completes later ("all": the order's total)
+        given = value
         if self.parser is not None:
-            given = value
             try:
                 value = self.parser(value)
-            except (ValueError, TypeError) as exc:
+            except (ValueError, TypeError, OverflowError) as exc:
                 reason = custom(str(exc) or "not understood", value=given)
                 raise InvalidSlot(self.name, reason) from None
         if self.kind == "choice":
@@ -115,12 +118,18 @@ class Slot:
         elif self.kind == "date":
             value = self._date(value)
         elif self.kind == "number":
-            value = self._number(value)
+            value = self._number(value, given)
         elif isinstance(value, str):
             value = value.strip()
         if self.pattern is not None and not re.fullmatch(self.pattern, str(value)):
             reason = Problem("form", f"{value!r} does not match the expected form", value=value)
             raise InvalidSlot(self.name, reason)
+        try:  # plain JSON, every backend alike (the length was checked at the front door)
+            json_value(value, f"slot {self.name!r}", limit=sys.maxsize)
+        except InvalidInput as exc:
+            if self.parser is not None:
+                raise TemplateError(f"the parser of {exc}") from None
+            raise InvalidSlot(self.name, Problem("form", exc.problem, value=value)) from None
         return value
 
     def _choice(self, value: Any) -> str:
@@ -151,19 +160,39 @@ class Slot:
             reason = Problem("date", f"{value!r} is not a date (YYYY-MM-DD)", value=value)
             raise InvalidSlot(self.name, reason) from None
 
-    def _number(self, value: Any) -> int | float:
+    def _number(self, value: Any, given: Any = None) -> int | float:
+        """A finite number no larger than 2**53 - 1: beyond it a float no longer holds every
+        integer, so the amount read back would not be the one given (10**400 becomes inf)."""
         if isinstance(value, bool):
             raise InvalidSlot(
                 self.name, Problem("number", f"{value!r} is not a number", value=value)
             )
         if isinstance(value, int | float):
-            return value
-        try:
-            number = float(str(value).strip())
-        except ValueError:
-            reason = Problem("number", f"{value!r} is not a number", value=value)
-            raise InvalidSlot(self.name, reason) from None
-        return int(number) if number.is_integer() else number
+            number: int | float = value
+        else:
+            try:
+                number = float(str(value).strip())
+            except ValueError:
+                reason = Problem("number", f"{value!r} is not a number", value=value)
+                raise InvalidSlot(self.name, reason) from None
+        shown = str(value if given is None else given).strip()
+        shown = shown if len(shown) <= 24 else shown[:20] + "..."
+        if isinstance(number, float) and (
+            math.isnan(number) or (math.isinf(number) and not any(c.isdigit() for c in shown))
+        ):  # "nan", "inf", "-Infinity": words, not amounts
+            reason = Problem("number", f"{shown!r} is not a number", value=shown)
+            raise InvalidSlot(self.name, reason)
+        if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:  # inf too
+            reason = Problem(
+                "too_large",
+                f"{shown} is too large (at most {MAX_SAFE_INTEGER:,})",
+                value=shown,
+                options=[f"{MAX_SAFE_INTEGER:,}"],
+            )
+            raise InvalidSlot(self.name, reason)
+        if isinstance(number, float) and number.is_integer() and not isinstance(value, float):
+            return int(number)
+        return number
 
 
 @dataclass(frozen=True)

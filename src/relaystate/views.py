@@ -6,12 +6,36 @@ script written against one reads the others. Field names are the code's own word
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from .model import Action, JournalEntry, Snapshot, Task, TaskState, to_iso
 
 JSON = dict[str, Any]
+
+
+def to_json(value: Any, *, indent: int | None = None) -> str:
+    """``value`` as strict JSON text, the one serialiser of what the surfaces print.
+
+    A NaN or infinity (in data stored before the front door refused them) becomes null, as
+    JavaScript's JSON.stringify does: ``NaN`` and ``Infinity`` are not JSON, and a strict
+    parser rejects the whole document for one of them. Other objects print as text.
+    """
+    return json.dumps(
+        _finite(value), ensure_ascii=False, indent=indent, default=str, allow_nan=False
+    )
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def task_view(task: Task) -> JSON:

@@ -108,6 +108,14 @@ CASES = [
     ("一周后", "2026-12-06"),
     ("两个星期后", "2026-12-13"),
     ("3天前", "2026-11-26"),
+    # the whole count, never its last digits (1000天后 was 000 days: today)
+    ("1000天后", "2029-08-25"),
+    ("一千天后", "2029-08-25"),
+    ("一百天后", "2027-03-09"),
+    ("过1000天", "2029-08-25"),
+    ("3000 days from now", "2035-02-15"),
+    ("in 1000 days", "2029-08-25"),
+    ("1200天前", "2023-08-17"),
     # inside sentences
     ("我想下周三从北京出发", "2026-12-02"),
     ("I'd like to fly next Wednesday morning", "2026-12-02"),
@@ -180,6 +188,8 @@ def test_relative_dates_depend_on_the_day(today_: date, text: str, expected: str
         "the first time",
         "一日游",
         "Business class",
+        "两三天后",  # two or three days: not a day (and never 23 days)
+        "百日后",  # no count given
     ],
 )
 def test_text_without_a_date(text: str) -> None:
@@ -223,6 +233,38 @@ def test_impossible_dates_are_reported_with_a_reason(text: str) -> None:
     [candidate] = scan_dates(text, today=TODAY)
     assert candidate.value is None
     assert candidate.reason is not None and "not a valid date" in candidate.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["100000天后", "一万年以后", "in 99999 days", "50000 days ago", "200 years from now",
+     "in 2000 months", "1" + "0" * 5000 + "天后"],
+)  # fmt: skip
+def test_a_count_beyond_100_years_is_not_a_date(text: str) -> None:
+    """Not a date anyone books or remembers: refused with a reason, never cut short."""
+    assert parse_date(text, today=TODAY) is None
+    [candidate] = scan_dates(text, today=TODAY)
+    assert candidate.value is None and candidate.reason is not None
+    assert "not a valid date" in candidate.reason and len(candidate.reason) < 80
+
+
+@pytest.mark.parametrize(
+    ("today_", "text"),
+    [
+        (date(9999, 12, 31), "tomorrow"),
+        (date(9999, 12, 31), "next Friday"),
+        (date(9999, 12, 31), "3天后"),
+        (date(9999, 12, 25), "in 2 months"),
+        (date(1, 1, 1), "yesterday"),
+        (date(1, 1, 3), "last Friday"),
+        (date(1, 1, 3), "上周五"),
+        (date(1, 6, 1), "2年前"),
+    ],
+)
+def test_a_day_off_the_calendar_is_reported_not_raised(today_: date, text: str) -> None:
+    """On 9999-12-31 there is no tomorrow: a reason, not an OverflowError."""
+    [candidate] = scan_dates(text, today=today_)
+    assert candidate.value is None and candidate.reason
 
 
 def test_a_day_the_next_month_lacks_is_reported() -> None:

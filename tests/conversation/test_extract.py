@@ -430,6 +430,11 @@ def test_refund_utterances(text: str, expecting: str | None, values: dict[str, A
         ("退0元", None, "amount", "more than zero"),
         ("lots", "amount", "amount", "is not a number"),
         ("不知道", "amount", "amount", "is not a number"),
+        # no amount: NaN and infinity are words, and 400 digits would be inf
+        ("inf", "amount", "amount", "is not a number"),
+        ("nan", "amount", "amount", "is not a number"),
+        ("9" * 400, "amount", "amount", "is not a number"),
+        ("1e400", "amount", "amount", "is not a number"),
     ],
 )
 def test_refund_invalid_values(text: str, expecting: str | None, slot: str, reason: str) -> None:
@@ -455,6 +460,26 @@ def test_the_digits_of_an_identifier_whose_letters_go_without_saying(
 
 def test_digits_that_are_not_after_an_order_cue_are_no_order_number() -> None:
     assert "order_number" not in run(REFUND, "I bought 10003 stickers").values
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "refund ORD-10001 amount " + "9" * 400,
+        "退款ORD-10001，退" + "9" * 30 + "元",
+        "refund ORD-10001 $" + "9" * 20,
+    ],
+)
+def test_a_number_no_amount_can_be_is_not_read(text: str) -> None:
+    """Beyond 2**53 - 1 a float no longer keeps the number: it is no amount, never inf."""
+    result = run(REFUND, text)
+    assert result.values == {"order_number": "ORD-10001"}
+
+
+def test_the_largest_exact_amount_is_read() -> None:
+    assert run(REFUND, "9007199254740991", expecting="amount").values == {
+        "amount": 9007199254740991
+    }
 
 
 def test_a_date_is_never_an_amount() -> None:

@@ -1,12 +1,18 @@
 """The command line: talk to the agents, inspect, resume and recover Tasks, run the demo.
 
-Every command takes the shared options of :mod:`.options`. Bad input prints one line
-``error: ...`` on stderr and exits with code 2; it never shows a traceback.
+Every command takes the shared options of :mod:`.options`. :func:`main` is the one error
+boundary: a deliberate error (a :class:`~relaystate.errors.RelaystateError`) and a failure
+of the environment (a full disk, a corrupt or read-only store, a database gone away, a closed
+output) print one line ``error: ...`` on stderr and exit with code 2, never a traceback.
+Anything else is a bug and keeps its traceback: it is not the user's to fix.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import io
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -14,6 +20,12 @@ from typing import NoReturn
 from . import demo, ops, schema, talk, tasks
 
 __all__ = ["main", "parser"]
+
+_ENVIRONMENT_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EPIPE, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+)
+"""OSErrors that describe the machine, not the code: a full disk or quota, a closed pipe, a
+read-only file system, permissions, a failing device."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,7 +36,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def fail(message: str) -> NoReturn:
-    sys.stderr.write(f"error: {message}\n")
+    """Print ``error: message`` as one line on stderr and exit with code 2."""
+    _quiet_stdout()
+    sys.stderr.write(f"error: {' '.join(message.split())}\n")
+    sys.stderr.flush()
     raise SystemExit(2)
 
 
@@ -52,9 +67,83 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(2)
     from ..errors import RelaystateError
 
+    # A terminal or pipe that cannot show a character (PYTHONIOENCODING=ascii) gets an
+    # escape for it, not a UnicodeEncodeError after the work is done.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     try:
+        _check_environment(ns)
         run(ns)
-    except (RelaystateError, ValueError, OSError) as exc:
+        sys.stdout.flush()  # a full or closed output fails here, inside the boundary
+    except RelaystateError as exc:
         fail(str(exc) or type(exc).__name__)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
+    except Exception as exc:
+        message = _environment_failure(exc, ns)
+        if message is None:
+            raise  # a bug: its traceback is the report
+        fail(message)
+
+
+def _check_environment(ns: argparse.Namespace) -> None:
+    """Settings every command depends on, read before anything opens: a bad value is one
+    clear error now, not an exception in the middle of a turn (or at import)."""
+    from .. import failpoints
+    from ..errors import InvalidInput
+
+    failpoints.active()
+    if os.environ.get("RELAYSTATE_NOW", "").strip():
+        from ..conversation.clock import pinned
+
+        pinned()
+    for name, value in vars(ns).items():
+        if isinstance(value, str | os.PathLike) and not _is_text(os.fspath(value)):
+            option = "TEXT" if name == "text" else f"--{name.replace('_', '-')}"
+            raise InvalidInput(option, "is not valid UTF-8 text")
+
+
+def _is_text(value: str | bytes) -> bool:
+    """False for a string holding bytes that were not UTF-8 (Python keeps them in argv and
+    the environment as lone surrogates, which nothing downstream can encode)."""
+    if isinstance(value, bytes):
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _environment_failure(exc: Exception, ns: argparse.Namespace) -> str | None:
+    """The one-line message for a failure of the machine rather than of the code (a driver
+    error about the store, a full disk, a closed output); None for a bug."""
+    from ..store import translate_error
+    from .options import Options
+
+    mapped = translate_error(exc, Options.parse(ns).store)
+    if mapped is not None:
+        return str(mapped)
+    if isinstance(exc, OSError) and exc.errno in _ENVIRONMENT_ERRNOS:
+        what = exc.strerror or type(exc).__name__
+        if exc.errno == errno.EPIPE:
+            return "the output was closed before everything was written (broken pipe)"
+        if exc.filename is not None:
+            return f"{what}: {exc.filename}"
+        return f"cannot write the output: {what}"
+    return None
+
+
+def _quiet_stdout() -> None:
+    """Flush stdout now, or point it at /dev/null when it cannot take the rest: otherwise
+    the interpreter's last flush at exit prints a second error ("Exception ignored...")."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass

@@ -28,7 +28,14 @@ def run(ns: argparse.Namespace) -> None:
     from rich.console import Console
 
     from ..demo.script import run_demo
+    from ..errors import ConfigError
 
+    try:
+        ns.workdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"--dir {ns.workdir}: cannot be the demo's directory: {exc.strerror}"
+        ) from None
     run_demo(ns.workdir, Console())
 
 
@@ -37,10 +44,7 @@ def ledger(ns: argparse.Namespace) -> None:
     from ..demo.ledger import Ledger
 
     opts = Options.parse(ns)
-    path = opts.ledger_path()
-    if not path.exists():
-        raise ValueError(f"no ledger at {path}")
-    entries = Ledger(path).entries()
+    entries = Ledger(opts.ledger_path(), create=False).entries()
     if opts.as_json:
         opts.emit(entries)
         return

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 from typing import Any
 
 from .options import Options, app_parser, scope_for
@@ -18,15 +20,34 @@ def register(commands: Any) -> None:
     p = commands.add_parser(
         "compact", parents=[app_parser()], help="Fold old journal entries into baselines."
     )
-    p.add_argument("--retention-days", type=float, default=7.0)
+    p.add_argument(
+        "--retention-days",
+        type=_retention_days,
+        default=7.0,
+        help=f"Keep this many days of journal entries (0 to {MAX_RETENTION_DAYS:,}).",
+    )
     p.set_defaults(run=compact)
+
+
+MAX_RETENTION_DAYS = 365_000
+"""About a thousand years: more would put the cutoff before the first date Python knows."""
+
+
+def _retention_days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"takes a number of days, not {text!r}") from None
+    if not (math.isfinite(days) and 0 <= days <= MAX_RETENTION_DAYS):
+        raise argparse.ArgumentTypeError(f"takes 0 to {MAX_RETENTION_DAYS:,} days, not {text}")
+    return days
 
 
 def recover(ns: argparse.Namespace) -> None:
     """Reconcile Actions whose lease expired (or whose process died) and continue their Tasks."""
     opts = Options.parse(ns)
-    with opts.runtime() as rt:
-        if opts.as_json:
+    with opts.runtime(create=False) as rt:
+        if opts.as_json or not sys.stderr.isatty():  # a bar is for people, not for logs
             report = rt.recover(scope_for(None))
         else:
             from rich.console import Console
@@ -69,9 +90,7 @@ def compact(ns: argparse.Namespace) -> None:
     from datetime import timedelta
 
     opts = Options.parse(ns)
-    if ns.retention_days < 0:
-        raise ValueError("--retention-days must be 0 or more")
-    with opts.runtime() as rt:
+    with opts.runtime(create=False) as rt:
         folded = rt.compact(scope_for(None), retention=timedelta(days=ns.retention_days))
     if opts.as_json:
         opts.emit({"folded_entries": folded})

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
-from collections.abc import Iterable
+import traceback
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,36 +78,109 @@ class Options:
             return Path(self.ledger)
         if self.store.startswith("sqlite:///"):
             db = Path(self.store.removeprefix("sqlite:///").split("?")[0])
+            if not db.name:
+                from ..errors import StoreURLError
+
+                raise StoreURLError(f"bad SQLite store URL {self.store!r}: it names no file")
             return db.with_name(db.stem + "-ledger.db")
         return Path("relaystate-ledger.db")
 
     def templates(self) -> list[TaskTemplate]:
+        """The demo agents, or the TaskTemplates ``--app module:function`` returns."""
         if not self.app_ref:
             from ..demo import templates
 
             return templates(self.ledger_path())
-        module_name, _, attr = self.app_ref.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-            factory = getattr(module, attr or "templates")
-        except (ImportError, AttributeError) as exc:
-            raise ValueError(f"cannot load templates from {self.app_ref!r}: {exc}") from None
-        found = factory() if callable(factory) else factory
-        return list(found) if isinstance(found, Iterable) else [found]
+        return load_app(self.app_ref)
 
-    def stores(self, *, migrate: bool = True) -> Stores:
+    def stores(self, *, migrate: bool = True, create: bool = True) -> Stores:
+        """The store (``create=False`` for commands that must find an existing one)."""
         from ..store import open_store
 
-        return open_store(self.store, cache=self.cache, migrate=migrate)
+        return open_store(self.store, cache=self.cache, migrate=migrate, create=create)
 
-    def runtime(self) -> Runtime:
+    def runtime(self, *, create: bool = True) -> Runtime:
+        """The store first, so that a bad store is the error reported before any template
+        (or the demo ledger beside the store) is loaded; then the templates."""
         from ..runtime import Runtime
 
-        templates = self.templates()
-        return Runtime(self.stores(), templates, build="cli")
+        stores = self.stores(create=create)
+        try:
+            return Runtime(stores, self.templates(), build="cli")
+        except BaseException:
+            stores.close()
+            raise
 
     def emit(self, value: Any) -> None:
-        sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
+        """Print ``value`` as strict JSON (never NaN or Infinity: see views.to_json)."""
+        from ..views import to_json
+
+        sys.stdout.write(to_json(value, indent=2) + "\n")
+
+
+def load_app(ref: str) -> list[TaskTemplate]:
+    """The TaskTemplates of ``--app module:function`` (or ``module:NAME`` holding them;
+    ``module`` alone means ``module:templates``). Anything else (no such module, a module
+    that fails to import, a factory that raises or returns something that is not
+    TaskTemplates) is a ConfigError naming ``ref`` and where it failed: it is the app's to
+    fix, not relaystate's."""
+    from ..errors import ConfigError
+    from ..templates import TaskTemplate
+
+    where = f"cannot load templates from --app {ref!r}"
+    module_name, _, attr = ref.partition(":")
+    attr = attr or "templates"
+    if not module_name or module_name.startswith("."):
+        raise ConfigError(f"{where}: name an importable module, as in mypackage.agents:templates")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"{where}: cannot import {module_name!r}: {exc}") from None
+    except (Exception, SystemExit) as exc:
+        raise ConfigError(f"{where}: importing {module_name!r} failed: {_failure(exc)}") from exc
+    try:
+        factory = getattr(module, attr)
+    except AttributeError:
+        raise ConfigError(f"{where}: module {module_name!r} has no {attr!r}") from None
+    found: object = factory
+    if callable(factory) and not isinstance(factory, TaskTemplate):
+        try:
+            found = factory()
+        except (Exception, SystemExit) as exc:
+            raise ConfigError(f"{where}: calling {attr}() failed: {_failure(exc)}") from exc
+    if isinstance(found, TaskTemplate):
+        return [found]
+    if not isinstance(found, Iterable) or isinstance(found, str | bytes | Mapping):
+        raise ConfigError(
+            f"{where}: it gave {_kind(found)}, not TaskTemplates; name a function that "
+            f"returns a list of TaskTemplate"
+        )
+    try:
+        items = list(found)
+    except (Exception, SystemExit) as exc:
+        raise ConfigError(f"{where}: reading its templates failed: {_failure(exc)}") from exc
+    wrong = [item for item in items if not isinstance(item, TaskTemplate)]
+    if wrong:
+        raise ConfigError(f"{where}: it gave {_kind(wrong[0])}, not a TaskTemplate")
+    if not items:
+        raise ConfigError(f"{where}: it gave no TaskTemplates")
+    return items
+
+
+def _kind(value: object) -> str:
+    shown = repr(value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return f"{type(value).__name__} {shown}"
+
+
+def _failure(exc: BaseException) -> str:
+    """An exception in one line, with the file and line it was raised at."""
+    said = " ".join(str(exc).split())
+    text = f"{type(exc).__name__}: {said}" if said else type(exc).__name__
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames and not isinstance(exc, SyntaxError):
+        text += f" (at {frames[-1].filename}:{frames[-1].lineno})"
+    return text
 
 
 def scope_for(user: str | None) -> Scope:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .options import Options, scope_for, store_parser
 
 if TYPE_CHECKING:
+    from ..errors import StoreURLError
     from ..runtime import Runtime
 
 
@@ -21,21 +22,23 @@ def register(commands: Any) -> None:
     p.set_defaults(run=upgrade)
 
 
-def _runtime(opts: Options) -> Runtime:
+def _runtime(opts: Options, *, create: bool) -> Runtime:
     """The store, opened without upgrading its schema (these commands do that themselves)."""
     from ..runtime import Runtime
 
-    return Runtime(opts.stores(migrate=False), [], build="cli")
+    return Runtime(opts.stores(migrate=False, create=create), [], build="cli")
 
 
-def _no_schema(opts: Options) -> ValueError:
-    return ValueError(f"{opts.store} keeps no database schema: nothing to migrate")
+def _no_schema(opts: Options) -> StoreURLError:
+    from ..errors import StoreURLError
+
+    return StoreURLError(f"{opts.store} keeps no database schema: nothing to migrate")
 
 
 def status(ns: argparse.Namespace) -> None:
     """The schema version of the store's database, the latest one, and the steps between."""
     opts = Options.parse(ns)
-    with _runtime(opts) as rt:
+    with _runtime(opts, create=False) as rt:
         found = rt.schema_status(scope_for(None))
     if found is None:
         raise _no_schema(opts)
@@ -59,7 +62,7 @@ def upgrade(ns: argparse.Namespace) -> None:
     """Apply pending schema migrations, in order, each in its own transaction."""
     opts = Options.parse(ns)
     operator = scope_for(None)
-    with _runtime(opts) as rt:
+    with _runtime(opts, create=True) as rt:
         before = rt.schema_status(operator)
         applied = rt.upgrade_schema(operator)
         after = rt.schema_status(operator)

@@ -37,9 +37,14 @@ def _talk_args(p: argparse.ArgumentParser) -> None:
 
 def _conversation(opts: Options) -> Conversation:
     from ..conversation import Conversation
+    from ..errors import ConfigError
     from ..llm import default_model
 
-    return Conversation(opts.runtime(), default_model())
+    try:
+        model = default_model()
+    except ValueError as exc:  # its documented answer to a malformed RELAYSTATE_MODEL_* value
+        raise ConfigError(str(exc)) from None
+    return Conversation(opts.runtime(), model)
 
 
 def say(ns: argparse.Namespace) -> None:

@@ -69,8 +69,10 @@ def _statuses(status: str) -> list[Any] | None:
     try:
         return [TaskStatus(s.strip()) for s in status.split(",")]
     except ValueError:
+        from ..errors import ConfigError
+
         known = ", ".join(["open", "all", *(s.value for s in TaskStatus)])
-        raise ValueError(f"unknown status {status!r}; use one of: {known}") from None
+        raise ConfigError(f"unknown status {status!r}; use one of: {known}") from None
 
 
 def list_tasks(ns: argparse.Namespace) -> None:
@@ -81,7 +83,7 @@ def list_tasks(ns: argparse.Namespace) -> None:
 
     opts = Options.parse(ns)
     statuses = _statuses(ns.status)
-    with Runtime(opts.stores(), []) as rt:
+    with Runtime(opts.stores(create=False), []) as rt:
         tasks = rt.tasks(Scope.user(ns.user), statuses=statuses, limit=ns.limit)
     if opts.as_json:
         opts.emit([task_view(t) for t in tasks])
@@ -108,7 +110,7 @@ def show(ns: argparse.Namespace) -> None:
     from ..views import state_view
 
     opts = Options.parse(ns)
-    with opts.runtime() as rt:
+    with opts.runtime(create=False) as rt:
         scope = scope_for(ns.user)
         if ns.at is None:
             state = rt.task(scope, ns.task_id)
@@ -131,7 +133,9 @@ def _point(at: str) -> int | datetime:
     try:
         moment = datetime.fromisoformat(at)
     except ValueError:
-        raise ValueError(f"--at takes a version number or an ISO time, not {at!r}") from None
+        from ..errors import ConfigError
+
+        raise ConfigError(f"--at takes a version number or an ISO time, not {at!r}") from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
@@ -140,7 +144,7 @@ def history(ns: argparse.Namespace) -> None:
     from ..views import history_view
 
     opts = Options.parse(ns)
-    with opts.runtime() as rt:
+    with opts.runtime(create=False) as rt:
         baseline, entries = rt.history(scope_for(ns.user), ns.task_id)
     if opts.as_json:
         opts.emit(history_view(baseline, entries))
@@ -157,7 +161,7 @@ def resume(ns: argparse.Namespace) -> None:
     from ..views import state_view
 
     opts = Options.parse(ns)
-    with opts.runtime() as rt:
+    with opts.runtime(create=False) as rt:
         result = rt.resume(scope_for(ns.user), ns.task_id)
     if opts.as_json:
         opts.emit({**state_view(result.state), "next_step": type(result.step).__name__})
@@ -174,7 +178,7 @@ def resolve(ns: argparse.Namespace) -> None:
     from ..views import state_view
 
     opts = Options.parse(ns)
-    with opts.runtime() as rt:
+    with opts.runtime(create=False) as rt:
         state = rt.resolve(scope_for(None), ns.task_id, ns.seq, succeeded=ns.succeeded)
     if opts.as_json:
         opts.emit(state_view(state))

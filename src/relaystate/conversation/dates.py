@@ -147,10 +147,11 @@ ZH_RELATIVE = {
 }
 
 _NUM = r"\d{1,2}|[一二三四五六七八九十]{1,3}"
-_COUNT = r"\d{1,3}|[一二两三四五六七八九十]{1,3}"
+_COUNT = r"\d+|[零〇一二两三四五六七八九十百千万]+"
+_NOT_AFTER_NUMERAL = r"(?<![\d零〇一二两三四五六七八九十百千万亿])"
 _MON = "|".join(sorted(MONTHS, key=len, reverse=True))
 _WD = "|".join(sorted(WEEKDAYS, key=len, reverse=True))
-_EN_COUNT = r"\d{1,3}|a couple of|a few|an|a|one|two|three|four|five|six|seven|eight|nine|ten"
+_EN_COUNT = r"\d+|a couple of|a few|an|a|one|two|three|four|five|six|seven|eight|nine|ten"
 _EN_REL = "|".join(sorted((re.escape(k) for k in EN_RELATIVE), key=len, reverse=True))
 _ZH_REL = "|".join(sorted(ZH_RELATIVE, key=len, reverse=True))
 _DAY_SUFFIX = r"(?:st|nd|rd|th)?"
@@ -310,11 +311,28 @@ def _zh_weekday(m: re.Match[str], today: date) -> Result:
     return _upcoming(today, weekday)
 
 
+HORIZON_DAYS = 36_525
+"""How far "N days/weeks/months/years from now" may reach: 100 years. Beyond it the phrase
+is not a date anyone books or remembers, so it is refused, never shortened."""
+_TOO_FAR = "more than 100 years away"
+_OFF_CALENDAR = "before year 1 or after 9999"
+
+
 def _count(text: str) -> int | None:
+    """How many days, weeks... a phrase counts: the whole number as written (1000天后,
+    一千天后), never its last digits. None for a run of bare digits said in Chinese (两三天:
+    two or three days, not 23) and a lone unit (百日: no count given)."""
     text = " ".join(text.split())
     if text in EN_COUNTS:
         return EN_COUNTS[text]
-    return _int(text)
+    if text.isdigit():
+        return int(text) if len(text) <= 7 else 10**7  # 10**7 days: past any horizon
+    if len(text) > 1 and all(ch in "零〇一二两三四五六七八九" for ch in text):
+        return None
+    value = _int(text)
+    if value == 0 and text not in ("零", "〇"):
+        return None
+    return value
 
 
 def _offset(m: re.Match[str], today: date) -> Result:
@@ -327,8 +345,12 @@ def _offset(m: re.Match[str], today: date) -> Result:
         return None  # 3月前 is "before March", not three months ago
     if unit.startswith(("month", "月", "year", "年")):
         months = n * 12 if unit.startswith(("year", "年")) else n
+        if months * 30 > HORIZON_DAYS:
+            return _TOO_FAR
         return _add_months(today, -months if back else months)
     days = n * 7 if unit.startswith(("week", "周", "星期", "礼拜")) else n
+    if days > HORIZON_DAYS:
+        return _TOO_FAR
     return today + timedelta(days=-days if back else days)
 
 
@@ -337,6 +359,8 @@ def _add_months(day: date, months: int) -> date:
     is Feb 28)."""
     index = day.year * 12 + day.month - 1 + months
     year, month = divmod(index, 12)
+    if not 1 <= year <= 9999:
+        raise OverflowError("date value out of range")
     last = calendar.monthrange(year, month + 1)[1]
     return date(year, month + 1, min(day.day, last))
 
@@ -443,7 +467,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     ),
     (
         re.compile(
-            rf"(?P<n>{_COUNT})\s*个?\s*(?P<unit>天|日|周|星期|礼拜|月|年)\s*"
+            rf"{_NOT_AFTER_NUMERAL}(?P<n>{_COUNT})\s*个?\s*(?P<unit>天|日|周|星期|礼拜|月|年)\s*"
             r"(?P<dir>以后|之后|后|以前|之前|前)"
         ),
         _offset,
@@ -534,14 +558,17 @@ def scan_dates(text: str, *, today: date, past: bool = False) -> list[DateCandid
         for m in pattern.finditer(folded):
             if m.end() == m.start():
                 continue
-            result = handler(m, today)
-            if result is None:
-                continue
             start, end = m.start(), m.end()
-            if isinstance(result, date) and not m.groupdict().get("y"):
-                start, end, result = _with_year(folded, start, end, result, handler, today)
-                if past and not _said_year(folded, start, end):
-                    result = _back(result, handler, m, today)
+            try:
+                result = handler(m, today)
+                if result is None:
+                    continue
+                if isinstance(result, date) and not m.groupdict().get("y"):
+                    start, end, result = _with_year(folded, start, end, result, handler, today)
+                    if past and not _said_year(folded, start, end):
+                        result = _back(result, handler, m, today)
+            except OverflowError:  # "tomorrow" on 9999-12-31: before year 1 or after 9999
+                result = _OFF_CALENDAR
             found.append((start, end, result, handler))
     for start, end, name in holidays.find(text):
         before = _YEAR_BEFORE.search(folded[max(0, start - 16) : start])
@@ -549,7 +576,10 @@ def scan_dates(text: str, *, today: date, past: bool = False) -> list[DateCandid
         if before:
             year = today.year + _YEAR_SHIFT[before["zh"] or before["en"]]
             start -= len(before.group())
-        day = holidays.resolve(name, today, past=past, year=year)
+        try:
+            day = holidays.resolve(name, today, past=past, year=year)
+        except OverflowError:
+            continue
         if day is not None:
             found.append((start, end, day, _holiday))
     found.sort(key=lambda f: (f[0], -(f[1] - f[0])))
@@ -580,7 +610,8 @@ def scan_dates(text: str, *, today: date, past: bool = False) -> list[DateCandid
         if isinstance(result, date):
             out.append(DateCandidate(start, end, phrase, result))
         else:
-            out.append(DateCandidate(start, end, phrase, None, f"{phrase!r} is not a valid date"))
+            shown = phrase if len(phrase) <= 40 else phrase[:36] + "..."
+            out.append(DateCandidate(start, end, phrase, None, f"{shown!r} is not a valid date"))
     return out
 
 

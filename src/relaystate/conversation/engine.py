@@ -17,9 +17,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import inputs
 from ..edits import Cancel, Confirm, Edit, Fill, Resume, Start
 from ..errors import (
     ConfirmationChanged,
+    InvalidInput,
     InvalidSlot,
     SessionConflict,
     TaskLocked,
@@ -85,11 +87,11 @@ class Conversation:
         A turn that loses the race for its session to another turn (SessionConflict: nothing
         of it was written) is read and decided again, on what the other turn left."""
         scope = checked(scope)
-        text = text.strip()
+        text = inputs.text(text, "text", limit=self.runtime.max_text).strip()
         if not text:
-            raise ValueError("there is nothing to say: the text is empty")
+            raise InvalidInput("text", "is empty: there is nothing to say")
         for attempt in itertools.count(1):
-            pending = self.runtime.begin_turn(scope, session_id, text)
+            pending = self.runtime.begin_turn(scope, session_id, text, language=language)
             lang = language or _language(text, pending.stored_language)
             pending.session.language = lang
             turn = _Turn(self, pending, lang)

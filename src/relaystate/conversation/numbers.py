@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
+from ..inputs import MAX_SAFE_INTEGER
 from .text import fold
 
 CN_DIGITS = {
@@ -111,6 +113,8 @@ def cn_to_number(text: str) -> int | float | None:
             return None
         return _tidy(float(f"{int(head)}.{''.join(str(CN_DIGITS[c]) for c in frac)}"))
     if len(text) > 1 and all(ch in CN_DIGITS for ch in text):
+        if len(text) > 16:  # more digits than any amount has (and int() refuses 4,300)
+            return None
         return int("".join(str(CN_DIGITS[ch]) for ch in text))
     total = section = digit = 0
     last_unit = implied = 0
@@ -225,7 +229,11 @@ def _run_words(folded: str) -> list[tuple[int, int, str]]:
 
 
 def find_numbers(text: str) -> list[NumberMatch]:
-    """Every number in ``text``, left to right, with any attached currency in its span."""
+    """Every number in ``text``, left to right, with any attached currency in its span.
+
+    A number beyond 2**53 - 1 is not one: a float would not keep it exactly (400 digits
+    would be inf), so it is skipped, and its digits are not read as anything else.
+    """
     folded = fold(text)
     found: list[tuple[int, int, float]] = []
     for m in _DIGITS.finditer(folded):
@@ -286,5 +294,7 @@ def find_numbers(text: str) -> list[NumberMatch]:
                 value += CN_DIGITS.get(tenths, 0) / 10 if tenths in CN_DIGITS else int(tenths) / 10
                 end = jiao.end()
         last_end = max(last_end, end)
+        if not math.isfinite(value) or abs(value) > MAX_SAFE_INTEGER:
+            continue  # a number that cannot be an amount (400 digits: inf) is no number
         result.append(NumberMatch(_tidy(value), start, end, currency))
     return result

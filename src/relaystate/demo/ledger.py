@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from ..store.sqlite_files import check_path, check_tables, rollback, translated
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS requests (
@@ -25,24 +29,82 @@ CREATE INDEX IF NOT EXISTS effects_by_key ON effects (idempotency_key);
 """
 
 
+_TABLES = ("requests", "effects")
+
+
 class Ledger:
-    def __init__(self, path: str | Path) -> None:
+    """The downstream's file. It is created by the first request it receives, so that only
+    looking (``status``, ``entries``, a read-only command) never leaves a file behind;
+    ``create=False`` refuses a missing or empty file instead. A path that cannot be a ledger
+    (a directory, a text file, the relaystate store itself...) is refused at once, naming it.
+    """
+
+    def __init__(self, path: str | Path, *, create: bool = True) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode = WAL")
-            db.executescript(_SCHEMA)
+        self._ready = False
+        check_path(self.path, create=create, what="ledger")
+        if self.path.is_file() and self.path.stat().st_size:
+            with translated(self.path, what="ledger"):
+                db = self._connect()
+                try:
+                    check_tables(db, self.path, expected=_TABLES, what="ledger")
+                finally:
+                    db.close()
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
         db.execute("PRAGMA synchronous = FULL")
         return db
 
+    def _ensure(self, db: sqlite3.Connection) -> None:
+        """WAL mode and the tables, once per object. Processes creating the file at once race
+        to switch it to WAL, which answers "locked" at once rather than waiting: retry."""
+        if self._ready:
+            return
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode = WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
+        db.executescript(_SCHEMA)
+        self._ready = True
+
+    def _rows(self, sql: str, args: Sequence[object] = ()) -> list[Any]:
+        """A query's rows; none while no request has arrived (no file, or no tables yet)."""
+        if not self.path.exists():
+            return []
+        with translated(self.path, what="ledger"):
+            db = self._connect()
+            try:
+                if not db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'effects'"
+                ).fetchone():
+                    return []
+                return db.execute(sql, args).fetchall()
+            finally:
+                db.close()
+
     def apply(
         self, key: str, kind: str, payload: dict[str, Any], *, deduplicate: bool = True
     ) -> dict[str, Any]:
         """Receive one request; returns the effect (the first one again when deduplicating)."""
-        db = self._connect()
+        with translated(self.path, what="ledger"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = self._connect()
+            try:
+                self._ensure(db)
+                return self._apply(db, key, kind, payload, deduplicate=deduplicate)
+            finally:
+                db.close()
+
+    @staticmethod
+    def _apply(
+        db: sqlite3.Connection, key: str, kind: str, payload: dict[str, Any], *, deduplicate: bool
+    ) -> dict[str, Any]:
         try:
             db.execute("BEGIN IMMEDIATE")
             db.execute(
@@ -66,30 +128,25 @@ class Ledger:
             db.execute("COMMIT")
             return effect
         except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
+            rollback(db)
             raise
-        finally:
-            db.close()
 
     def status(self, key: str) -> dict[str, Any] | None:
         """The effect made for a key, if any (what a downstream status endpoint answers)."""
-        with self._connect() as db:
-            row = db.execute(
-                "SELECT effect FROM effects WHERE idempotency_key = ? ORDER BY id LIMIT 1", (key,)
-            ).fetchone()
-        return None if row is None else dict(json.loads(row[0]))
+        rows = self._rows(
+            "SELECT effect FROM effects WHERE idempotency_key = ? ORDER BY id LIMIT 1", (key,)
+        )
+        return dict(json.loads(rows[0][0])) if rows else None
 
     def entries(self) -> list[dict[str, Any]]:
         """Every key seen: its kind, how many requests arrived, how many effects were made."""
-        with self._connect() as db:
-            rows = db.execute(
-                "SELECT r.idempotency_key, r.kind, r.count,"
-                " (SELECT COUNT(*) FROM effects e WHERE e.idempotency_key = r.idempotency_key),"
-                " (SELECT effect FROM effects e WHERE e.idempotency_key = r.idempotency_key"
-                "  ORDER BY id LIMIT 1)"
-                " FROM requests r ORDER BY r.rowid"
-            ).fetchall()
+        rows = self._rows(
+            "SELECT r.idempotency_key, r.kind, r.count,"
+            " (SELECT COUNT(*) FROM effects e WHERE e.idempotency_key = r.idempotency_key),"
+            " (SELECT effect FROM effects e WHERE e.idempotency_key = r.idempotency_key"
+            "  ORDER BY id LIMIT 1)"
+            " FROM requests r ORDER BY r.rowid"
+        )
         return [
             {
                 "idempotency_key": key,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
+import sys
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import StoreURLError
+from ..errors import RelaystateError, StoreUnavailable, StoreURLError
+from . import sqlite_files
 from .bundle import Stores
 from .inmemory import InMemoryStore
 from .roles import (
@@ -27,19 +30,25 @@ __all__ = [
     "SessionStore",
     "Stores",
     "TaskStore",
+    "open_backend",
     "open_store",
+    "translate_error",
 ]
 
 
-def open_store(url: str, *, cache: str | None = None, migrate: bool = True) -> Stores:
+def open_store(
+    url: str, *, cache: str | None = None, migrate: bool = True, create: bool = True
+) -> Stores:
     """Open the store roles by URL, optionally with a session cache in front of them.
 
     ``memory://``; ``sqlite:///relative.db`` or ``sqlite:////absolute.db`` (with
     ``?synchronous=normal`` to trade power-cut durability for speed); ``postgresql://...``.
     ``cache`` is a ``redis://`` URL: hot sessions and recent messages with a TTL.
     SQL stores apply pending schema migrations on open unless ``migrate`` is false.
+    ``create=False`` is for callers that only read: a SQLite file that does not exist (or
+    is empty) is then :class:`~relaystate.errors.StoreMissing` naming it, not a new store.
     """
-    backend = open_backend(url, migrate=migrate)
+    backend = open_backend(url, migrate=migrate, create=create)
     if not cache:
         return Stores.of(backend)
     if urlsplit(cache).scheme not in ("redis", "rediss"):
@@ -54,27 +63,36 @@ def open_store(url: str, *, cache: str | None = None, migrate: bool = True) -> S
         raise
 
 
-def open_backend(url: str, *, migrate: bool = True) -> Backend:
-    """The one database a URL names, playing every role it can."""
+def open_backend(url: str, *, migrate: bool = True, create: bool = True) -> Backend:
+    """The one database a URL names, playing every role it can (``create``: see
+    :func:`open_store`; a server database is never created, whatever it says)."""
     parts = urlsplit(url)
     if parts.scheme == "memory":
         return InMemoryStore(url)
     if parts.scheme == "sqlite":
-        path = parts.path[1:] if parts.path.startswith("/") else parts.path
+        path = sqlite_path(url)
         if parts.netloc or not path:
             raise StoreURLError(
                 f"bad SQLite store URL {url!r}: use sqlite:///relative/path.db "
                 "or sqlite:////absolute/path.db"
+            )
+        if parts.fragment:
+            raise StoreURLError(
+                f"bad SQLite store URL {url!r}: '#' starts a URL fragment, so the file would "
+                f"be {path!r}; rename the file without '#'"
             )
         options = parse_qs(parts.query)
         unknown = set(options) - {"synchronous"}
         if unknown:
             raise StoreURLError(f"unknown SQLite store option(s): {', '.join(sorted(unknown))}")
         synchronous = options.get("synchronous", ["full"])[-1]
-        try:
+        if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
+            raise StoreURLError("synchronous must be FULL, NORMAL or EXTRA")
+        # SQLite's own answer to a bad file is "unable to open database file", without the
+        # path: look first, then translate what SQLite still says (full, corrupt pages...).
+        sqlite_files.check_path(path, create=create)
+        with sqlite_files.translated(path):
             return SQLiteStore(path, synchronous=synchronous, migrate=migrate)
-        except ValueError as exc:
-            raise StoreURLError(str(exc)) from None
     if parts.scheme in ("postgresql", "postgres"):
         try:
             from .postgres import PostgresStore
@@ -88,3 +106,36 @@ def open_backend(url: str, *, migrate: bool = True) -> Backend:
     raise StoreURLError(
         f"unknown store URL {url!r}: expected memory://, sqlite:///path.db or postgresql://..."
     )
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file a ``sqlite:///`` URL names (None for another scheme)."""
+    parts = urlsplit(url)
+    if parts.scheme != "sqlite":
+        return None
+    return parts.path[1:] if parts.path.startswith("/") else parts.path
+
+
+def translate_error(exc: BaseException, url: str) -> RelaystateError | None:
+    """The typed error for a driver failure met while using the store at ``url``: a full
+    disk, a corrupt or read-only SQLite file, a database server gone away. None when ``exc``
+    is no such failure: a bug, which an entry point must show as it is, not as a user error.
+
+    For the error boundary of an entry point (the CLI's ``main``): failures the backends
+    already translate where they happen arrive typed and never reach this.
+    """
+    if isinstance(exc, sqlite3.Error):
+        return sqlite_files.translate(exc, sqlite_path(url) or "(a SQLite database)")
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is not None and isinstance(exc, psycopg.OperationalError):
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        return StoreUnavailable(f"the PostgreSQL store stopped answering: {reason}")
+    pool = sys.modules.get("psycopg_pool")
+    if pool is not None and isinstance(exc, pool.PoolTimeout):
+        return StoreUnavailable(f"no PostgreSQL connection became free in time: {exc}")
+    redis = sys.modules.get("redis")
+    if redis is not None and isinstance(
+        exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError
+    ):
+        return StoreUnavailable(f"the Redis session cache stopped answering: {exc}")
+    return None

@@ -35,6 +35,7 @@ from ..model import (
 from ..scope import Scope
 from . import schema
 from .roles import DURABLE, SHARED, Backend, Commit, SchemaAdmin
+from .sqlite_files import check_tables, finish, rollback, translated
 
 
 def _dumps(value: object) -> str:
@@ -58,15 +59,16 @@ class SQLiteStore(Backend, SchemaAdmin):
             str(self.path), isolation_level=None, check_same_thread=False, timeout=60
         )
         self._db.execute("PRAGMA busy_timeout = 60000")
-        self._use_wal()
-        self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-        self._schema = _Schema(self)
-        if migrate:
-            try:
+        try:
+            check_tables(self._db, self.path)  # another application's file: before any write
+            self._use_wal()
+            self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+            self._schema = _Schema(self)
+            if migrate:
                 self.upgrade_schema()
-            except BaseException:
-                self._db.close()
-                raise
+        except BaseException:
+            self._db.close()
+            raise
 
     def _use_wal(self) -> None:
         """Switch the file to WAL. Processes opening a new file at once race for this, and
@@ -91,14 +93,14 @@ class SQLiteStore(Backend, SchemaAdmin):
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        with self._lock, translated(self.path):  # a full disk, a read-only file: typed
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                rollback(self._db)
                 raise
-            self._db.execute("COMMIT")
+            finish(self._db)
 
     def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[object, ...]]:
         with self._lock:
