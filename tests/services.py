@@ -50,69 +50,79 @@ def _as_postgres(cmd: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *cmd]
 
 
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster that a test may stop and start again (an outage)."""
+
+    def __init__(self) -> None:
+        self.bin = _pg_bin()
+        self.base = Path(tempfile.mkdtemp(prefix="relaystate-pg-"))
+        self.base.chmod(0o755)
+        self.data = self.base / "data"
+        self.data.mkdir()
+        if os.geteuid() == 0:
+            shutil.chown(self.data, "postgres", "postgres")
+        self.port = free_port()
+        subprocess.run(
+            _as_postgres(
+                [
+                    str(self.bin / "initdb"),
+                    "-D",
+                    str(self.data),
+                    "-U",
+                    "postgres",
+                    "-A",
+                    "trust",
+                    "--no-sync",
+                    "-E",
+                    "UTF8",
+                    "--locale=C.UTF-8",
+                ]
+            ),
+            check=True,
+            capture_output=True,
+        )
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        options = (
+            f"-p {self.port} -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=300 "
+            "-c fsync=on -c shared_buffers=64MB"
+        )
+        self._ctl("-o", options, "-l", str(self.data / "log"), "-w", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._ctl("-m", mode, "-w", "stop")
+
+    def remove(self) -> None:
+        subprocess.run(
+            _as_postgres(
+                [str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"]
+            ),
+            check=False,
+            capture_output=True,
+        )
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def _ctl(self, *args: str) -> None:
+        subprocess.run(
+            _as_postgres([str(self.bin / "pg_ctl"), "-D", str(self.data), *args]),
+            check=True,
+            capture_output=True,
+        )
+
+
 @contextlib.contextmanager
 def postgres() -> Iterator[str]:
     """A new PostgreSQL cluster; yields the URL of its ``postgres`` database."""
     if os.environ.get("RELAYSTATE_TEST_POSTGRES"):
         yield os.environ["RELAYSTATE_TEST_POSTGRES"]
         return
-    bin_dir = _pg_bin()
-    base = Path(tempfile.mkdtemp(prefix="relaystate-pg-"))
-    base.chmod(0o755)
-    data = base / "data"
-    data.mkdir()
-    if os.geteuid() == 0:
-        shutil.chown(data, "postgres", "postgres")
-    port = free_port()
-    subprocess.run(
-        _as_postgres(
-            [
-                str(bin_dir / "initdb"),
-                "-D",
-                str(data),
-                "-U",
-                "postgres",
-                "-A",
-                "trust",
-                "--no-sync",
-                "-E",
-                "UTF8",
-                "--locale=C.UTF-8",
-            ]
-        ),
-        check=True,
-        capture_output=True,
-    )
-    options = (
-        f"-p {port} -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=300 "
-        "-c fsync=on -c shared_buffers=64MB"
-    )
-    subprocess.run(
-        _as_postgres(
-            [
-                str(bin_dir / "pg_ctl"),
-                "-D",
-                str(data),
-                "-o",
-                options,
-                "-l",
-                str(data / "log"),
-                "-w",
-                "start",
-            ]
-        ),
-        check=True,
-        capture_output=True,
-    )
+    cluster = PostgresCluster()
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        cluster.start()
+        yield cluster.url
     finally:
-        subprocess.run(
-            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
-            check=False,
-            capture_output=True,
-        )
-        shutil.rmtree(base, ignore_errors=True)
+        cluster.remove()
 
 
 @contextlib.contextmanager

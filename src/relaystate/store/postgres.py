@@ -29,7 +29,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import (
     DuplicateKey,
@@ -58,6 +58,8 @@ from .roles import DURABLE, ONE_READ_TURN, SHARED, Backend, Commit, SchemaAdmin
 
 DEFAULT_POOL_SIZE = 10
 _MIGRATION_LOCK = 0x72656C6179737461  # "relaysta": the advisory lock of schema changes
+WAIT_FOR_CONNECTION = 10.0
+"""Seconds a call waits for a connection while the server is unreachable, then fails."""
 _RETRIES = 5  # a deadlock or serialization failure rolls back the statement: run it again
 
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -109,13 +111,30 @@ class PostgresStore(Backend, SchemaAdmin):
             kwargs={"autocommit": True},
             open=True,
             name="relaystate",
+            # a connection is checked before it is handed out: after the server restarted,
+            # the first call gets a new connection instead of a dead one
+            check=ConnectionPool.check_connection,
+            timeout=WAIT_FOR_CONNECTION,
         )
 
     # -- plumbing --------------------------------------------------------------------
     @contextmanager
     def _conn(self) -> Iterator[Conn]:
-        with self._pool.connection() as conn:
-            yield conn
+        """A pooled connection; the server being down or gone is StoreUnavailable (what was
+        being written is not committed, unless the server went away during its COMMIT)."""
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except PoolTimeout:
+            raise StoreUnavailable(
+                f"{self._where} did not answer within {WAIT_FOR_CONNECTION:g} s: "
+                "is the database server running?"
+            ) from None
+        except psycopg.OperationalError as exc:
+            if not _server_gone(exc):
+                raise  # a deadlock, a serialisation failure...: handled by the caller
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise StoreUnavailable(f"{self._where} stopped answering: {reason}") from None
 
     def _rows(self, sql: str, args: Sequence[object] | dict[str, object] = ()) -> list[Any]:
         with self._conn() as conn:
@@ -553,6 +572,13 @@ _READ_TURN = """SELECT s.data, (
     WHERE t.id IN (SELECT jsonb_array_elements_text(s.data -> 'active_task_ids'))
         AND t.user_id = s.user_id AND t.status = ANY(%(open)s)
 ) FROM sessions s WHERE s.id = %(id)s AND (%(admin)s OR s.user_id = %(user)s)"""
+
+
+def _server_gone(exc: psycopg.OperationalError) -> bool:
+    """A lost or refused connection (no SQLSTATE, class 08, or the server shutting down),
+    as opposed to an error of the statement itself."""
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
 def _owner(scope: Scope) -> dict[str, object]:
