@@ -64,5 +64,6 @@ def test_claims_of_a_killed_recoverer_are_taken_over_at_once(
     report = json.loads(done.stdout)
     assert report["claimed_by_another_recoverer"] == 0 and report["errors"] == {}
     assert took < 30, f"recover waited {took:.1f}s: the dead recoverer's claims were waited out"
+    print(f"recover after a killed recoverer: {took:.2f} s")
     with Runtime(open_store(url), recovery_app.templates()) as rt:
         assert {rt.task(ADMIN, t).task.status for t in ids} == {TaskStatus.DONE}
