@@ -1,10 +1,15 @@
-"""Shared test helpers: a controllable clock and a small configurable task type."""
+"""Shared test helpers: a controllable clock, a small configurable task type, and the
+command line run as a real process."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from relaystate import (
@@ -128,3 +133,19 @@ def order_template(
         return script.run("notify", ctx, lambda: {"sent": True})
 
     return template
+
+
+def cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``relaystate ARGS`` in a new process (wide columns, so rich does not wrap)."""
+    return subprocess.run(
+        [sys.executable, "-m", "relaystate.cli", *args],
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )

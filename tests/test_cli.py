@@ -14,19 +14,7 @@ import pytest
 from relaystate import Runtime, Scope, open_store
 from relaystate.demo import templates
 
-
-def cli(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "relaystate.cli", *args],
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+from .support import cli
 
 
 @pytest.fixture

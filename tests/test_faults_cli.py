@@ -29,23 +29,12 @@ import pytest
 from relaystate import Runtime, Scope, open_store
 from relaystate.demo import Ledger, templates
 
+from .support import cli
+
 ROOT = os.geteuid() == 0
 
 
 # -- running the command line -----------------------------------------------------------------
-def cli(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "relaystate.cli", *args],
-        cwd=cwd,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
 
 
 def assert_clean_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> str:
