@@ -452,3 +452,22 @@ class WorkerInfo:
     pid: int
     build: str
     started_at: datetime
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """A key of the HTTP API: whose it is (``user_id``), whether it may read every user's
+    data (``admin``), and a hash of its secret (the secret itself is shown once, never
+    stored). Revoked keys are kept, with the time, for the audit."""
+
+    id: str
+    user_id: str
+    name: str
+    admin: bool
+    key_hash: str
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None

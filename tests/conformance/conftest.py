@@ -1,7 +1,8 @@
 """Every store backend, and the roles the conformance suite checks it for.
 
 A backend joins by adding a factory and its roles here; the tests never name a backend.
-Each role's tests (``tasks/``, ``sessions/``, ``turns/``, ``coordination/``, ``schema/``)
+Each role's tests (``tasks/``, ``sessions/``, ``turns/``, ``coordination/``, ``schema/``,
+``identities/``)
 run against every backend that plays the role. ``turns`` is the bundle: a task commit that
 carries its session and messages. PostgreSQL and Redis come from the session servers in
 tests/conftest.py (skipped where they cannot run, a failure under CI=true).
@@ -16,8 +17,8 @@ import pytest
 
 from relaystate.store import Stores, open_store
 
-ROLES = ("tasks", "sessions", "turns", "coordination", "schema")
-SOLO = frozenset({"tasks", "sessions", "turns", "coordination"})
+ROLES = ("tasks", "sessions", "turns", "coordination", "schema", "identities")
+SOLO = frozenset({"tasks", "sessions", "turns", "coordination", "identities"})
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ sessions = _role_fixture("sessions")
 turns = _role_fixture("turns")
 coordination = _role_fixture("coordination")
 schema = _role_fixture("schema")
+identities = _role_fixture("identities")
 
 
 @pytest.fixture

@@ -13,11 +13,20 @@ from dataclasses import replace
 from ..errors import StoreURLError
 from ..model import OPEN_TASK_STATUSES, Message, Session, TaskState
 from ..scope import Scope
-from .roles import Backend, Commit, Coordination, SchemaAdmin, SessionStore, TaskStore
+from .roles import (
+    Backend,
+    Commit,
+    Coordination,
+    Identities,
+    SchemaAdmin,
+    SessionStore,
+    TaskStore,
+)
 
 
 class Stores:
-    """One object per role: ``tasks``, ``sessions``, ``coordination`` and ``schema``."""
+    """One object per role: ``tasks``, ``sessions``, ``coordination``, ``identities`` (the
+    HTTP API's keys) and ``schema``."""
 
     def __init__(
         self,
@@ -25,11 +34,13 @@ class Stores:
         sessions: SessionStore,
         coordination: Coordination,
         schema: SchemaAdmin | None = None,
+        identities: Identities | None = None,
     ) -> None:
         self.tasks = tasks
         self.sessions = sessions
         self.coordination = coordination
         self.schema = schema
+        self.identities = identities
         self.url = tasks.url
         # The commit can carry the turn's session and messages when they live in the same
         # database as the task (directly, or behind a cache of that database).
@@ -42,7 +53,7 @@ class Stores:
         if not isinstance(backend, Backend):
             raise StoreURLError(f"{type(backend).__name__} cannot hold tasks and sessions")
         schema = backend if isinstance(backend, SchemaAdmin) else None
-        return cls(backend, sessions or backend, backend, schema)
+        return cls(backend, sessions or backend, backend, schema, backend)
 
     def commit(self, commit: Commit) -> None:
         """The task change, then what its turn said: one transaction where one database
@@ -74,7 +85,7 @@ class Stores:
     def close(self) -> None:
         """Close every backend once (a cache closes before the database behind it)."""
         seen: list[object] = []
-        for role in (self.sessions, self.tasks, self.coordination, self.schema):
+        for role in (self.sessions, self.tasks, self.coordination, self.schema, self.identities):
             if role is not None and not any(role is s for s in seen):
                 seen.append(role)
                 role.close()

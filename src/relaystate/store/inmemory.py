@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from ..errors import DuplicateKey, NotFound, SessionConflict, VersionConflict
 from ..model import (
     OPEN_ACTION_STATUSES,
     Action,
+    ApiKey,
     JournalEntry,
     Message,
     Session,
@@ -45,6 +47,7 @@ class InMemoryStore(Backend):
         self._messages: dict[str, list[Row]] = {}
         self._workers: dict[str, tuple[WorkerInfo, datetime | None]] = {}
         self._claims: dict[str, tuple[str, datetime]] = {}
+        self._keys_by_id: dict[str, ApiKey] = {}
 
     # -- tasks, actions, journal -------------------------------------------------------
     def commit(self, commit: Commit) -> None:
@@ -119,6 +122,16 @@ class InMemoryStore(Backend):
             if where is None or self._state(where[0], scope) is None:
                 return None
             return Action.from_dict(self._actions[where[0]][where[1]])
+
+    def get_action(self, action_id: str, scope: Scope) -> Action | None:
+        with self._lock:
+            for task_id, rows in self._actions.items():
+                for row in rows.values():
+                    if row["id"] == action_id:
+                        return (
+                            None if self._state(task_id, scope) is None else Action.from_dict(row)
+                        )
+        return None
 
     def journal(self, task_id: str, scope: Scope, *, after_version: int = 0) -> list[JournalEntry]:
         with self._lock:
@@ -235,6 +248,36 @@ class InMemoryStore(Backend):
     def recovery_claimants(self, now: datetime) -> frozenset[str]:
         with self._lock:
             return frozenset(o for o, until in self._claims.values() if until > now)
+
+    def add_key(self, key: ApiKey) -> None:
+        with self._lock:
+            if key.id in self._keys_by_id:
+                raise DuplicateKey(f"API key id {key.id} is taken")
+            self._keys_by_id[key.id] = key
+
+    def get_key(self, key_id: str) -> ApiKey | None:
+        with self._lock:
+            return self._keys_by_id.get(key_id)
+
+    def list_keys(self, user_id: str | None = None) -> list[ApiKey]:
+        with self._lock:
+            keys = [k for k in self._keys_by_id.values() if user_id in (None, k.user_id)]
+        return sorted(keys, key=lambda k: (k.created_at, k.id))
+
+    def revoke_keys(
+        self, *, at: datetime, key_id: str | None = None, user_id: str | None = None
+    ) -> int:
+        if key_id is None and user_id is None:
+            return 0
+        with self._lock:
+            hit = [
+                k
+                for k in self._keys_by_id.values()
+                if k.active and key_id in (None, k.id) and user_id in (None, k.user_id)
+            ]
+            for k in hit:
+                self._keys_by_id[k.id] = replace(k, revoked_at=at)
+        return len(hit)
 
     def register_worker(self, worker: WorkerInfo) -> None:
         with self._lock:

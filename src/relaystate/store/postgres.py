@@ -43,6 +43,7 @@ from ..model import (
     OPEN_ACTION_STATUSES,
     OPEN_TASK_STATUSES,
     Action,
+    ApiKey,
     JournalEntry,
     Message,
     Session,
@@ -297,6 +298,14 @@ class PostgresStore(Backend, SchemaAdmin):
         )
         return Action.from_dict(rows[0][0]) if rows else None
 
+    def get_action(self, action_id: str, scope: Scope) -> Action | None:
+        rows = self._rows(
+            "SELECT a.data FROM actions a JOIN tasks t ON t.id = a.task_id"
+            f" WHERE a.id = %(id)s{_OWNED}",
+            {"id": action_id, **_owner(scope)},
+        )
+        return Action.from_dict(rows[0][0]) if rows else None
+
     def journal(self, task_id: str, scope: Scope, *, after_version: int = 0) -> list[JournalEntry]:
         rows = self._rows(
             "SELECT j.data FROM journal j JOIN tasks t ON t.id = j.task_id"
@@ -386,6 +395,49 @@ class PostgresStore(Backend, SchemaAdmin):
     def release_recovery(self, owner: str) -> None:
         with self._conn() as conn:
             conn.execute("DELETE FROM recovery_claims WHERE owner = %s", (owner,))
+
+    # -- API keys --------------------------------------------------------------------------
+    def add_key(self, key: ApiKey) -> None:
+        with self._conn() as conn:
+            conn.execute(
+                "INSERT INTO api_keys (id, user_id, name, admin, key_hash, created_at, revoked_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (
+                    key.id,
+                    key.user_id,
+                    key.name,
+                    key.admin,
+                    key.key_hash,
+                    key.created_at,
+                    key.revoked_at,
+                ),
+            )
+
+    def get_key(self, key_id: str) -> ApiKey | None:
+        rows = self._rows(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE id = %s", (key_id,))
+        return ApiKey(*rows[0]) if rows else None
+
+    def list_keys(self, user_id: str | None = None) -> list[ApiKey]:
+        rows = self._rows(
+            f"SELECT {_KEY_COLUMNS} FROM api_keys"
+            " WHERE %(user)s::text IS NULL OR user_id = %(user)s ORDER BY created_at, id",
+            {"user": user_id},
+        )
+        return [ApiKey(*r) for r in rows]
+
+    def revoke_keys(
+        self, *, at: datetime, key_id: str | None = None, user_id: str | None = None
+    ) -> int:
+        if key_id is None and user_id is None:
+            return 0
+        with self._conn() as conn:
+            cur = conn.execute(
+                "UPDATE api_keys SET revoked_at = %(at)s WHERE revoked_at IS NULL"
+                " AND (%(key)s::text IS NULL OR id = %(key)s)"
+                " AND (%(user)s::text IS NULL OR user_id = %(user)s)",
+                {"at": at, "key": key_id, "user": user_id},
+            )
+            return cur.rowcount
 
     # -- sessions and messages ---------------------------------------------------------
     def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
@@ -572,6 +624,9 @@ _READ_TURN = """SELECT s.data, (
     WHERE t.id IN (SELECT jsonb_array_elements_text(s.data -> 'active_task_ids'))
         AND t.user_id = s.user_id AND t.status = ANY(%(open)s)
 ) FROM sessions s WHERE s.id = %(id)s AND (%(admin)s OR s.user_id = %(user)s)"""
+
+
+_KEY_COLUMNS = "id, user_id, name, admin, key_hash, created_at, revoked_at"
 
 
 def _server_gone(exc: psycopg.OperationalError) -> bool:

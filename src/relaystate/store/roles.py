@@ -6,6 +6,7 @@
 ``SessionStore``   Sessions and their messages (Redis plays this role alone, as a cache)
 ``Coordination``   recovery claims and the worker registry (later: the work queue)
 ``SchemaAdmin``    the database schema's version and its upgrades (SQL backends)
+``Identities``     the HTTP API's keys (hashed), by user
 =================  =====================================================================
 
 A backend subclasses the roles it plays; :class:`~relaystate.store.bundle.Stores` binds one
@@ -28,6 +29,7 @@ from typing import Any
 from ..model import (
     OPEN_TASK_STATUSES,
     Action,
+    ApiKey,
     JournalEntry,
     Message,
     Session,
@@ -126,6 +128,10 @@ class TaskStore(_Closable, ABC):
     @abstractmethod
     def find_action(self, idempotency_key: str, scope: Scope) -> Action | None:
         """The action holding an idempotency key, if its task is in scope."""
+
+    @abstractmethod
+    def get_action(self, action_id: str, scope: Scope) -> Action | None:
+        """An action by its id, if its task is in scope."""
 
     @abstractmethod
     def journal(self, task_id: str, scope: Scope, *, after_version: int = 0) -> list[JournalEntry]:
@@ -232,9 +238,31 @@ class SchemaAdmin(_Closable, ABC):
         """Apply pending schema migrations; returns the steps this call applied."""
 
 
-class Backend(TaskStore, SessionStore, Coordination):
-    """A database that plays the task, session and coordination roles together, so that a
-    turn's task change, session and messages commit in one transaction."""
+class Identities(_Closable, ABC):
+    """Who may call the HTTP API: keys by id, each with its user and a hash of its secret."""
+
+    @abstractmethod
+    def add_key(self, key: ApiKey) -> None:
+        """Store a new key (its id is new)."""
+
+    @abstractmethod
+    def get_key(self, key_id: str) -> ApiKey | None:
+        """A key by id, revoked or not."""
+
+    @abstractmethod
+    def list_keys(self, user_id: str | None = None) -> list[ApiKey]:
+        """Every key (of one user, if given), oldest first."""
+
+    @abstractmethod
+    def revoke_keys(
+        self, *, at: datetime, key_id: str | None = None, user_id: str | None = None
+    ) -> int:
+        """Revoke one key, or every key of a user; how many were active."""
+
+
+class Backend(TaskStore, SessionStore, Coordination, Identities):
+    """A database that plays the task, session, coordination and identity roles together,
+    so that a turn's task change, session and messages commit in one transaction."""
 
     def read_turn(self, session_id: str, scope: Scope) -> tuple[Session | None, list[TaskState]]:
         """A session and those of the tasks it lists that are still open, in one read where

@@ -22,6 +22,7 @@ from ..errors import DuplicateKey, NotFound, SessionConflict, VersionConflict
 from ..model import (
     OPEN_TASK_STATUSES,
     Action,
+    ApiKey,
     JournalEntry,
     Message,
     Session,
@@ -30,6 +31,7 @@ from ..model import (
     TaskState,
     TaskStatus,
     WorkerInfo,
+    from_iso,
     to_iso,
 )
 from ..scope import Scope
@@ -248,6 +250,13 @@ class SQLiteStore(Backend, SchemaAdmin):
         )
         return Action.from_dict(json.loads(str(rows[0][0]))) if rows else None
 
+    def get_action(self, action_id: str, scope: Scope) -> Action | None:
+        rows = self._read(
+            f"SELECT a.data FROM actions a JOIN tasks t ON t.id = a.task_id WHERE a.id = ?{_OWNED}",
+            (action_id, *_owner(scope)),
+        )
+        return Action.from_dict(json.loads(str(rows[0][0]))) if rows else None
+
     def journal(self, task_id: str, scope: Scope, *, after_version: int = 0) -> list[JournalEntry]:
         rows = self._read(
             "SELECT j.data FROM journal j JOIN tasks t ON t.id = j.task_id"
@@ -330,6 +339,47 @@ class SQLiteStore(Backend, SchemaAdmin):
     def release_recovery(self, owner: str) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM recovery_claims WHERE owner = ?", (owner,))
+
+    # -- API keys --------------------------------------------------------------------------
+    def add_key(self, key: ApiKey) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO api_keys (id, user_id, name, admin, key_hash, created_at, revoked_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.id,
+                    key.user_id,
+                    key.name,
+                    int(key.admin),
+                    key.key_hash,
+                    to_iso(key.created_at),
+                    to_iso(key.revoked_at),
+                ),
+            )
+
+    def get_key(self, key_id: str) -> ApiKey | None:
+        rows = self._read(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE id = ?", (key_id,))
+        return _api_key(rows[0]) if rows else None
+
+    def list_keys(self, user_id: str | None = None) -> list[ApiKey]:
+        rows = self._read(
+            f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE ?1 IS NULL OR user_id = ?1"
+            " ORDER BY created_at, id",
+            (user_id,),
+        )
+        return [_api_key(r) for r in rows]
+
+    def revoke_keys(
+        self, *, at: datetime, key_id: str | None = None, user_id: str | None = None
+    ) -> int:
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE api_keys SET revoked_at = ? WHERE revoked_at IS NULL"
+                " AND (? IS NULL OR id = ?) AND (? IS NULL OR user_id = ?)"
+                " AND (? IS NOT NULL OR ? IS NOT NULL)",
+                (to_iso(at), key_id, key_id, user_id, user_id, key_id, user_id),
+            )
+            return cur.rowcount
 
     # -- sessions and messages ---------------------------------------------------------
     def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
@@ -488,6 +538,28 @@ _READ_TURN = (
 
 def _owner(scope: Scope) -> tuple[bool, str | None]:
     return scope.is_admin, scope.user_id
+
+
+_KEY_COLUMNS = "id, user_id, name, admin, key_hash, created_at, revoked_at"
+
+
+def _api_key(row: Sequence[object]) -> ApiKey:
+    key_id, user_id, name, admin, key_hash, created_at, revoked_at = row
+    return ApiKey(
+        str(key_id),
+        str(user_id),
+        str(name),
+        bool(admin),
+        str(key_hash),
+        _req_time(created_at),
+        from_iso(str(revoked_at)) if revoked_at is not None else None,
+    )
+
+
+def _req_time(value: object) -> datetime:
+    found = from_iso(str(value))
+    assert found is not None
+    return found
 
 
 def _session(db: sqlite3.Connection, session_id: str, scope: Scope) -> Session | None:

@@ -1,0 +1,11 @@
+-- API keys of the HTTP server: only a hash of each secret is kept; a key is found by its id.
+CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    admin INTEGER NOT NULL,
+    key_hash TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+) WITHOUT ROWID;
+CREATE INDEX api_keys_by_user ON api_keys (user_id);
