@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 from relaystate import Runtime, Scope, TaskStatus, open_store
 from relaystate.conversation import Conversation
 from relaystate.demo import Ledger, templates
+from relaystate.model import ApiKey
 from relaystate.store import SQLiteStore
 
 from .support import Clock
@@ -264,6 +266,9 @@ def test_a_crash_between_decide_and_commit_loses_the_whole_turn(
         ]
 
 
+T0 = datetime(2026, 11, 29, tzinfo=UTC)
+
+
 # -- scope: required everywhere, never widened ------------------------------------------------
 CALLS: dict[str, Callable[[Runtime, Any, str], Any]] = {
     "open_session": lambda rt, s, t: rt.open_session(s, "s9"),
@@ -288,8 +293,21 @@ CALLS: dict[str, Callable[[Runtime, Any, str], Any]] = {
     "live_session": lambda rt, s, t: rt.live_session(s, "s1"),
     "schema_status": lambda rt, s, t: rt.schema_status(s),
     "upgrade_schema": lambda rt, s, t: rt.upgrade_schema(s),
+    "action": lambda rt, s, t: rt.action(s, "a1"),
+    "add_api_key": lambda rt, s, t: rt.add_api_key(s, ApiKey("k1", "alice", "k", False, "h", T0)),
+    "api_keys": lambda rt, s, t: rt.api_keys(s),
+    "revoke_api_keys": lambda rt, s, t: rt.revoke_api_keys(s, user_id="alice"),
 }
-UNSCOPED = {"register", "close", "template_of", "next_step", "max_inline_wait", "max_text"}
+# api_key finds a caller's key before any scope exists (the server's sign-in)
+UNSCOPED = {
+    "register",
+    "close",
+    "template_of",
+    "next_step",
+    "max_inline_wait",
+    "max_text",
+    "api_key",
+}
 """Public names that touch no user's data."""
 
 

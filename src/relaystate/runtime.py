@@ -34,11 +34,13 @@ from .edits import (
     reason_for,
     validated,
 )
-from .errors import NotFound, TemplateError
+from .errors import NotFound, StoreURLError, TemplateError
 from .leases import Owner, hostname
 from .machine import first_stage
 from .model import (
     OPEN_TASK_STATUSES,
+    Action,
+    ApiKey,
     JournalEntry,
     Message,
     Session,
@@ -54,7 +56,7 @@ from .recovery import RecoveryReport as RecoveryReport
 from .scope import Scope, checked
 from .sessions import MAX_SESSION_TASKS, live_or_new, needs_write
 from .store.bundle import Stores
-from .store.roles import Backend
+from .store.roles import Backend, Identities
 from .store.schema import SchemaStatus, SchemaStep
 from .templates import TaskTemplate
 from .writer import TaskWriter, Written
@@ -317,8 +319,11 @@ class Runtime:
         session_id: str | None = None,
         messages: Sequence[MessageLike] = (),
         run: bool = True,
+        seen: int | None = None,
     ) -> TaskState:
-        """Record the user's yes (go on) or no (back to collecting) on the collected slots."""
+        """Record the user's yes (go on) or no (back to collecting) on the collected slots.
+        ``seen``: the task version whose summary the user answered; a yes to an older one is
+        refused with ConfirmationChanged (a change made meanwhile is never confirmed unseen)."""
         inputs.check(
             scope,
             task_id=task_id,
@@ -326,11 +331,12 @@ class Runtime:
             session_id=session_id,
             messages=messages,
             run=run,
+            seen=seen,
             max_text=self.max_text,
         )
         transcript, known = self._transcript(scope, session_id, messages, task_id)
         return self.apply(
-            scope, Confirm(task_id, yes), known=known, transcript=transcript, run=run
+            scope, Confirm(task_id, yes, seen), known=known, transcript=transcript, run=run
         ).state
 
     def cancel(
@@ -472,6 +478,45 @@ class Runtime:
         ]
         known = next((st for st in states if st.task.id == task_id), None)
         return Transcript(session=session if write else None, said=said), known
+
+    def action(self, scope: Scope, action_id: str) -> Action:
+        """An action by its id, if its task is in scope."""
+        inputs.check(scope, task_id=action_id)
+        found = self.stores.tasks.get_action(action_id, checked(scope))
+        if found is None:
+            raise NotFound(f"no action {action_id}")
+        return found
+
+    # -- API keys (the HTTP server's callers) ------------------------------------------------
+    def add_api_key(self, scope: Scope, key: ApiKey) -> None:
+        """Store a new API key; an operator's act (admin scope)."""
+        inputs.check(scope, task_id=key.id, type=key.user_id, goal=key.name)
+        checked(scope).require_admin("creating API keys")
+        self._identities().add_key(key)
+
+    def api_key(self, key_id: str) -> ApiKey | None:
+        """A key by id (revoked or not), to check a caller's key: before any scope exists."""
+        return self._identities().get_key(key_id)
+
+    def api_keys(self, scope: Scope, user_id: str | None = None) -> list[ApiKey]:
+        """Every key (of one user), oldest first; admin scope."""
+        checked(scope).require_admin("listing API keys")
+        return self._identities().list_keys(user_id)
+
+    def revoke_api_keys(
+        self, scope: Scope, *, user_id: str | None = None, key_id: str | None = None
+    ) -> int:
+        """Revoke one key or every key of a user; NotFound when nothing active was."""
+        checked(scope).require_admin("revoking API keys")
+        count = self._identities().revoke_keys(at=self.clock(), user_id=user_id, key_id=key_id)
+        if not count:
+            raise NotFound(f"no active API key for {'key ' + key_id if key_id else user_id}")
+        return count
+
+    def _identities(self) -> Identities:
+        if self.stores.identities is None:
+            raise StoreURLError(f"the store {self.stores.url} keeps no API keys")
+        return self.stores.identities
 
     def task(self, scope: Scope, task_id: str) -> TaskState:
         """A task and its actions, if it is in scope."""

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import demo, ops, schema, talk, tasks
+from . import demo, ops, schema, serve, talk, tasks
 
 __all__ = ["main", "parser"]
 
@@ -55,6 +55,7 @@ def parser() -> argparse.ArgumentParser:
     ops.register(commands)
     demo.register(commands)
     schema.register(commands)
+    serve.register(commands)
     return root
 
 

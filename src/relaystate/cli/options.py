@@ -99,14 +99,15 @@ class Options:
 
         return open_store(self.store, cache=self.cache, migrate=migrate, create=create)
 
-    def runtime(self, *, create: bool = True) -> Runtime:
+    def runtime(self, *, create: bool = True, templates: bool = True) -> Runtime:
         """The store first, so that a bad store is the error reported before any template
-        (or the demo ledger beside the store) is loaded; then the templates."""
+        (or the demo ledger beside the store) is loaded; then the templates (none for
+        commands that touch no task, such as ``users``)."""
         from ..runtime import Runtime
 
         stores = self.stores(create=create)
         try:
-            return Runtime(stores, self.templates(), build="cli")
+            return Runtime(stores, self.templates() if templates else [], build="cli")
         except BaseException:
             stores.close()
             raise

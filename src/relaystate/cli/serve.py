@@ -1,0 +1,126 @@
+"""``relaystate serve`` (the HTTP API and the dashboard) and ``relaystate users`` (their
+keys): what the people who deploy relaystate run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .options import Options, app_parser, scope_for, store_parser
+
+DEFAULT_PORT = 8700
+DEMO_USER = "demo"
+
+
+def register(commands: Any) -> None:
+    p = commands.add_parser(
+        "serve",
+        parents=[app_parser()],
+        help="Run the HTTP API and the dashboard (uvicorn) over the store.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="Address to listen on (127.0.0.1).")
+    p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"Port ({DEFAULT_PORT}).")
+    p.add_argument("--rate", type=float, default=20.0, help="Requests a second per API key (20).")
+    p.set_defaults(run=serve)
+
+    users = commands.add_parser("users", help="API keys of the HTTP server: create, revoke, list.")
+    sub = users.add_subparsers(title="commands", metavar="COMMAND", parser_class=type(users))
+    users.set_defaults(run=lambda ns: users.error("name a users command"))
+    p = sub.add_parser("create", parents=[store_parser()], help="A new API key for a user.")
+    p.add_argument("name", help="The user (their tasks are this user's tasks).")
+    p.add_argument("--admin", action="store_true", help="The key may read every user's data.")
+    p.set_defaults(run=create)
+    p = sub.add_parser("revoke", parents=[store_parser()], help="Revoke a user's keys, or one.")
+    p.add_argument("name", nargs="?", help="The user whose keys to revoke.")
+    p.add_argument("--key", help="Revoke only this key id.")
+    p.set_defaults(run=revoke)
+    p = sub.add_parser("list", parents=[store_parser()], help="Every API key (no secrets).")
+    p.set_defaults(run=list_keys)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"a port is 1 to 65535, not {text!r}")
+    return int(text)
+
+
+def serve(ns: argparse.Namespace) -> None:
+    """Run the server until Ctrl-C; print its address and a key for the demo user."""
+    import uvicorn
+
+    from ..scope import Scope
+    from ..server import create_app
+    from ..server.keys import issue
+
+    opts = Options.parse(ns)
+    with opts.runtime() as rt:
+        _, secret = issue(
+            rt, Scope.admin("serve"), DEMO_USER, name="serve", admin=False, now=rt.clock()
+        )
+        app = create_app(rt, rate=ns.rate, burst=max(2 * ns.rate, 1.0))
+        where = f"http://{ns.host}:{ns.port}/"
+        print(f"relaystate: dashboard at {where}, API at {where}docs", flush=True)
+        print(f"API key for the demo user '{DEMO_USER}': {secret}", flush=True)
+        uvicorn.run(app, host=ns.host, port=ns.port, log_level="warning")
+
+
+def create(ns: argparse.Namespace) -> None:
+    """A new key; shown once (only its hash is stored)."""
+    from ..server.keys import issue
+
+    opts = Options.parse(ns)
+    with opts.runtime(create=True, templates=False) as rt:
+        record, secret = issue(
+            rt, scope_for(None), ns.name, name=ns.name, admin=ns.admin, now=rt.clock()
+        )
+    if opts.as_json:
+        opts.emit(
+            {
+                "user_id": record.user_id,
+                "name": record.name,
+                "api_key": secret,
+                "key_id": record.id,
+                "admin": record.admin,
+            }
+        )
+        return
+    kind = "admin key" if record.admin else "key"
+    print(f"API {kind} {record.id} for {record.user_id} (shown once, keep it):")
+    print(secret)
+
+
+def revoke(ns: argparse.Namespace) -> None:
+    if not ns.name and not ns.key:
+        raise ValueError("name a user, or --key KEY_ID")
+    opts = Options.parse(ns)
+    with opts.runtime(create=False, templates=False) as rt:
+        count = rt.revoke_api_keys(scope_for(None), user_id=ns.name, key_id=ns.key)
+    if opts.as_json:
+        opts.emit({"revoked": count})
+    else:
+        print(f"Revoked {count} API key{'s' if count != 1 else ''}.")
+
+
+def list_keys(ns: argparse.Namespace) -> None:
+    opts = Options.parse(ns)
+    with opts.runtime(create=False, templates=False) as rt:
+        found = rt.api_keys(scope_for(None))
+    rows = [
+        {
+            "key_id": k.id,
+            "user_id": k.user_id,
+            "name": k.name,
+            "admin": k.admin,
+            "created_at": k.created_at.isoformat(),
+            "revoked_at": k.revoked_at.isoformat() if k.revoked_at else None,
+        }
+        for k in found
+    ]
+    if opts.as_json:
+        opts.emit(rows)
+        return
+    for row in rows:
+        state = "revoked" if row["revoked_at"] else "active"
+        admin = " admin" if row["admin"] else ""
+        sys.stdout.write(f"{row['key_id']}  {row['user_id']}{admin}  {state}\n")

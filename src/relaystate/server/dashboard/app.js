@@ -1,0 +1,733 @@
+// relaystate dashboard: plain JS, no build step. It talks to the /v1 API with the user's key
+// (Authorization: Bearer), keeps the key and the chat's Session id in localStorage, and
+// follows the open Task through server-sent events.
+"use strict";
+
+const KEY_STORE = "relaystate.key";
+const SESSION_STORE = "relaystate.session";
+// Needs-attention first: those are the Tasks a person has to act on.
+const STATUS_RANK = { needs_attention: 0, waiting_user: 1, running: 2 };
+
+const state = {
+  key: localStorage.getItem(KEY_STORE),
+  me: null,
+  sessionId: localStorage.getItem(SESSION_STORE),
+  tasks: [],
+  taskId: null, // the Task whose page is open
+  task: null,
+  history: null, // {baseline, entries} of the open Task
+  events: null, // its EventSource
+  reopenTimer: null,
+  replaySeq: 0, // answers to older slider positions are dropped
+  replayed: null, // "taskId@version" shown in #replayed-state (a past version never changes)
+  followLatest: true, // the slider stays on the newest entry until the user moves it
+};
+
+const $ = (sel) => document.querySelector(sel);
+
+// Build DOM nodes; text always goes through textContent, so nothing from the API is HTML.
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "class") el.className = value;
+    else if (name === "dataset") Object.assign(el.dataset, value);
+    else if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
+    else el.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : String(child));
+  }
+  return el;
+}
+
+// ---- the API -------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body, key = state.key) {
+  const headers = { Accept: "application/json", Authorization: `Bearer ${key}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (err) {
+    throw new ApiError(0, "network", `The server cannot be reached (${err.message}).`);
+  }
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    data = null; // e.g. a proxy's HTML error page: reported below by status
+  }
+  if (!response.ok) {
+    const e = (data && data.error) || {};
+    throw new ApiError(
+      response.status,
+      e.code || `http_${response.status}`,
+      e.message || `${method} ${path} answered ${response.status}.`,
+    );
+  }
+  return data;
+}
+
+function showError(err) {
+  const text = err instanceof ApiError ? `${err.code}: ${err.message}` : String(err.message || err);
+  $("#error-text").textContent = text;
+  $("#error-banner").hidden = false;
+  // A key that stopped working (revoked) sends the user back to the sign-in form.
+  if (err instanceof ApiError && err.status === 401 && state.me) signOut(err.message);
+}
+
+function clearError() {
+  $("#error-banner").hidden = true;
+  $("#error-text").textContent = "";
+}
+
+// ---- formatting ----------------------------------------------------------------------
+
+function fmtTime(iso) {
+  if (!iso) return "—";
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+}
+
+function fmtDuration(fromIso, toIso) {
+  const ms = new Date(toIso) - new Date(fromIso);
+  if (!Number.isFinite(ms) || ms < 0) return "";
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+function fmtValue(value) {
+  if (value === undefined) return "(absent)";
+  if (value === null) return "—";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+function badge(status) {
+  return h("span", { class: `badge status-${status}`, dataset: { status } }, status);
+}
+
+function progressBar(progress) {
+  const done = (progress && progress.done) || 0;
+  const total = (progress && progress.total) || 0;
+  return h(
+    "span",
+    { class: "progress" },
+    h("progress", { max: Math.max(total, 1), value: done, "aria-label": "progress" }),
+    h("span", { class: "small muted" }, `${done}/${total}`),
+  );
+}
+
+function slotList(slots) {
+  const names = Object.keys(slots || {});
+  if (!names.length) return h("p", { class: "muted small" }, "no slots filled");
+  return h(
+    "dl",
+    { class: "slots" },
+    names.map((n) => [h("dt", {}, n), h("dd", { dataset: { slot: n } }, fmtValue(slots[n]))]),
+  );
+}
+
+// ---- sign in -------------------------------------------------------------------------
+
+async function signIn(key) {
+  clearError();
+  const me = await api("GET", "/v1/me", undefined, key);
+  state.key = key;
+  state.me = me;
+  localStorage.setItem(KEY_STORE, key);
+  $("#user-id").textContent = me.user_id + (me.admin ? " (admin)" : "");
+  $("#whoami").hidden = false;
+  $("#sign-in-panel").hidden = true;
+  $("#app").hidden = false;
+  await Promise.all([loadMessages(), loadTasks()]);
+  const fromHash = location.hash.match(/^#\/tasks\/([^/]+)$/);
+  if (fromHash) openTask(decodeURIComponent(fromHash[1]));
+  $("#chat-input").focus();
+}
+
+function signOut(reason) {
+  closeTask();
+  state.key = null;
+  state.me = null;
+  localStorage.removeItem(KEY_STORE);
+  $("#whoami").hidden = true;
+  $("#app").hidden = true;
+  $("#sign-in-panel").hidden = false;
+  $("#key-input").value = "";
+  $("#chat-log").replaceChildren();
+  $("#task-list").replaceChildren();
+  if (typeof reason === "string" && reason) {
+    $("#error-text").textContent = `Signed out: ${reason}`;
+    $("#error-banner").hidden = false;
+  }
+  $("#key-input").focus();
+}
+
+// ---- chat ----------------------------------------------------------------------------
+
+function setSession(id) {
+  state.sessionId = id;
+  if (id) localStorage.setItem(SESSION_STORE, id);
+  else localStorage.removeItem(SESSION_STORE);
+  $("#session-id").textContent = id || "new";
+}
+
+function addMessage(role, text, taskId) {
+  const li = h(
+    "li",
+    { class: `msg msg-${role}`, dataset: { role } },
+    h("span", { class: "who" }, role === "user" ? "You" : role === "assistant" ? "Agent" : "Error"),
+    h("span", { class: "text" }, text),
+    taskId
+      ? h("a", { href: `#/tasks/${encodeURIComponent(taskId)}`, class: "small" }, "open Task")
+      : null,
+  );
+  const log = $("#chat-log");
+  log.append(li);
+  log.scrollTop = log.scrollHeight;
+  return li;
+}
+
+// The Session's earlier messages, so a reload continues the same conversation.
+async function loadMessages() {
+  $("#chat-log").replaceChildren();
+  $("#session-id").textContent = state.sessionId || "new";
+  if (!state.sessionId) return;
+  try {
+    const data = await api(
+      "GET",
+      `/v1/sessions/${encodeURIComponent(state.sessionId)}/messages?limit=50`,
+    );
+    // Oldest first whatever order the page comes in (ids grow with time).
+    const messages = [...data.messages].sort((a, b) => a.id - b.id);
+    for (const m of messages) addMessage(m.role, m.text, m.task_id);
+  } catch (err) {
+    // A Session that expired or belongs to another key: start a new one on the next message.
+    if (err instanceof ApiError && err.status === 404) setSession(null);
+    else showError(err);
+  }
+}
+
+async function sendMessage(text) {
+  const input = $("#chat-input");
+  const send = $("#chat-send");
+  input.disabled = send.disabled = true;
+  addMessage("user", text);
+  try {
+    if (!state.sessionId) {
+      const created = await api("POST", "/v1/sessions", {});
+      setSession(created.session.id);
+    }
+    const { turn } = await api(
+      "POST",
+      `/v1/sessions/${encodeURIComponent(state.sessionId)}/messages`,
+      { text },
+    );
+    addMessage("assistant", turn.reply, turn.task && turn.task.id);
+    input.value = "";
+    await loadTasks();
+    if (turn.task && turn.task.id === state.taskId) refreshTask();
+  } catch (err) {
+    addMessage("error", `${err.code || "error"}: ${err.message}`);
+    showError(err);
+  } finally {
+    input.disabled = send.disabled = false;
+    input.focus();
+  }
+}
+
+// ---- the Task list -------------------------------------------------------------------
+
+async function loadTasks() {
+  try {
+    const status = $("#task-filter").value;
+    const data = await api("GET", `/v1/tasks?status=${encodeURIComponent(status)}&limit=100`);
+    state.tasks = sortTasks(data.tasks);
+    renderTasks();
+  } catch (err) {
+    showError(err);
+  }
+}
+
+function sortTasks(tasks) {
+  const rank = (t) => (t.status === "needs_attention" ? 0 : 1);
+  return [...tasks].sort(
+    (a, b) => rank(a) - rank(b) || (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0),
+  );
+}
+
+function renderTasks() {
+  const rows = state.tasks.map((t) =>
+    h(
+      "li",
+      {
+        class: `task-row${t.id === state.taskId ? " selected" : ""}`,
+        dataset: { taskId: t.id, status: t.status, stage: t.stage },
+      },
+      h(
+        "button",
+        { type: "button", class: "task-open", onclick: () => openTask(t.id) },
+        h("span", { class: "task-type" }, t.type),
+        badge(t.status),
+        h("span", { class: "stage" }, `stage ${t.stage}`),
+        progressBar(t.progress),
+      ),
+      h("p", { class: "status-text" }, t.status_text),
+      slotList(t.slots),
+      h("p", { class: "small muted" }, `updated ${fmtTime(t.updated_at)} · v${t.version}`),
+    ),
+  );
+  $("#task-list").replaceChildren(...rows);
+  $("#task-empty").hidden = rows.length > 0;
+}
+
+// Keep the list's row of the open Task in step with its live updates.
+function patchTaskRow(task) {
+  const i = state.tasks.findIndex((t) => t.id === task.id);
+  if (i < 0) return;
+  const { actions, ...plain } = task;
+  state.tasks[i] = plain;
+  state.tasks = sortTasks(state.tasks);
+  renderTasks();
+}
+
+// ---- the Task page -------------------------------------------------------------------
+
+async function openTask(id) {
+  clearError();
+  if (state.taskId !== id) closeTask();
+  state.taskId = id;
+  state.followLatest = true;
+  if (location.hash !== `#/tasks/${encodeURIComponent(id)}`) {
+    history.replaceState(null, "", `#/tasks/${encodeURIComponent(id)}`);
+  }
+  $("#task-page").hidden = false;
+  $("#task-page").dataset.taskId = id;
+  renderTasks();
+  await refreshTask();
+  if (state.taskId === id) {
+    connectEvents(id);
+    $("#task-page").scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+}
+
+function closeTask() {
+  if (state.events) state.events.close();
+  clearTimeout(state.reopenTimer);
+  state.events = null;
+  state.taskId = null;
+  state.task = null;
+  state.history = null;
+  state.replayed = null;
+  $("#replayed-state").replaceChildren();
+  $("#task-page").hidden = true;
+  delete $("#task-page").dataset.taskId;
+  setLive("off", "offline");
+  if (location.hash.startsWith("#/tasks/")) history.replaceState(null, "", location.pathname);
+}
+
+async function refreshTask() {
+  const id = state.taskId;
+  if (!id) return;
+  try {
+    const [{ task }, journal] = await Promise.all([
+      api("GET", `/v1/tasks/${encodeURIComponent(id)}`),
+      api("GET", `/v1/tasks/${encodeURIComponent(id)}/history`),
+    ]);
+    if (state.taskId !== id) return; // the user opened another Task meanwhile
+    state.history = journal;
+    showTask(task);
+  } catch (err) {
+    showError(err);
+    if (err instanceof ApiError && err.status === 404) closeTask();
+  }
+}
+
+function showTask(task) {
+  state.task = task;
+  const page = $("#task-page");
+  page.dataset.status = task.status;
+  page.dataset.stage = task.stage;
+  page.dataset.version = task.version;
+  $("#task-title").textContent = `Task · ${task.type}`;
+  $("#task-summary").replaceChildren(
+    h(
+      "dl",
+      { class: "facts" },
+      h("dt", {}, "id"), h("dd", {}, h("code", {}, task.id)),
+      h("dt", {}, "status"), h("dd", { id: "task-status" }, badge(task.status)),
+      h("dt", {}, "stage"), h("dd", { id: "task-stage" }, task.stage),
+      h("dt", {}, "progress"), h("dd", {}, progressBar(task.progress)),
+      h("dt", {}, "version"), h("dd", { id: "task-version" }, String(task.version)),
+      h("dt", {}, "goal"), h("dd", {}, task.goal || "—"),
+      h("dt", {}, "created / updated"),
+      h("dd", {}, `${fmtTime(task.created_at)} / ${fmtTime(task.updated_at)}`),
+    ),
+    h("p", { class: "status-text", id: "task-status-text" }, task.status_text),
+  );
+  renderControls(task);
+  renderActions(task.actions || []);
+  renderSlots(task);
+  renderTimeline();
+}
+
+function renderControls(task) {
+  const buttons = [];
+  const act = (label, path, body) =>
+    h(
+      "button",
+      {
+        type: "button",
+        class: "secondary",
+        onclick: async () => {
+          try {
+            const data = await api("POST", `/v1/tasks/${encodeURIComponent(task.id)}${path}`, body);
+            showTask(data.task);
+            loadTasks();
+          } catch (err) {
+            showError(err);
+          }
+        },
+      },
+      label,
+    );
+  const open = ["waiting_user", "running", "needs_attention"].includes(task.status);
+  if (task.status === "waiting_user" && task.stage === "confirming" && !task.confirmed) {
+    buttons.push(act("Confirm", "/confirm", { yes: true, version: task.version }));
+    buttons.push(act("Decline", "/confirm", { yes: false, version: task.version }));
+  }
+  if (open) buttons.push(act("Resume", "/resume"), act("Cancel", "/cancel"));
+  $("#task-controls").replaceChildren(...buttons);
+}
+
+function renderActions(actions) {
+  $("#actions-empty").hidden = actions.length > 0;
+  const canResolve = state.me && state.me.admin;
+  const rows = actions.map((a) =>
+    h(
+      "tr",
+      { class: "action-row", dataset: { actionId: a.id, actionName: a.name, status: a.status } },
+      h("td", {}, String(a.seq)),
+      h("td", {}, h("strong", {}, a.name), a.kind !== "step" ? h("span", { class: "small muted" }, ` ${a.kind}`) : null),
+      h(
+        "td",
+        {},
+        badge(a.status),
+        a.error ? h("div", { class: "small error-text" }, fmtValue(a.error)) : null,
+        canResolve && a.status === "needs_attention" ? resolveButtons(a) : null,
+      ),
+      h("td", {}, `${a.attempts}${a.checks ? ` (+${a.checks} checks)` : ""}`),
+      h("td", {}, h("code", { class: "key" }, a.idempotency_key)),
+      h(
+        "td",
+        { class: "small" },
+        fmtTime(a.created_at),
+        h("br"),
+        fmtTime(a.updated_at),
+        h("span", { class: "muted" }, ` (${fmtDuration(a.created_at, a.updated_at)})`),
+      ),
+      h("td", {}, h("pre", { class: "output" }, a.output === null ? "—" : JSON.stringify(a.output, null, 1))),
+    ),
+  );
+  $("#actions-table tbody").replaceChildren(...rows);
+}
+
+// An operator decides what happened to an Action the runtime could not settle.
+function resolveButtons(action) {
+  const resolve = (outcome) => async () => {
+    try {
+      const data = await api("POST", `/v1/actions/${encodeURIComponent(action.id)}/resolve`, { outcome });
+      showTask(data.task);
+    } catch (err) {
+      showError(err);
+    }
+  };
+  return h(
+    "div",
+    { class: "resolve" },
+    h("button", { type: "button", class: "secondary", onclick: resolve("success") }, "Resolve: success"),
+    h("button", { type: "button", class: "secondary", onclick: resolve("failed") }, "Resolve: failed"),
+  );
+}
+
+// Each slot's values over time, read from the journal: version 1 (or the baseline) holds the
+// whole Task, later entries change ["task", "slots", NAME].
+function slotHistory() {
+  const byName = {};
+  const note = (name, version, value) => (byName[name] ||= []).push({ version, value });
+  const { baseline, entries } = state.history || { baseline: null, entries: [] };
+  const initial = baseline && baseline.state && baseline.state.task;
+  if (initial) for (const [n, v] of Object.entries(initial.slots || {})) note(n, baseline.version, v);
+  for (const entry of entries || []) {
+    for (const change of entry.changes) {
+      const p = change.path;
+      if (p.length === 1 && p[0] === "task" && change.after) {
+        for (const [n, v] of Object.entries(change.after.slots || {})) note(n, entry.version, v);
+      } else if (p.length === 2 && p[0] === "task" && p[1] === "slots") {
+        for (const [n, v] of Object.entries(change.after || {})) note(n, entry.version, v);
+      } else if (p.length === 3 && p[0] === "task" && p[1] === "slots") {
+        note(p[2], entry.version, "after" in change ? change.after : undefined);
+      }
+    }
+  }
+  return byName;
+}
+
+function renderSlots(task) {
+  const hist = slotHistory();
+  const names = [...new Set([...Object.keys(task.slots || {}), ...(task.missing_slots || []), ...Object.keys(hist)])];
+  const rows = names.map((n) => {
+    const filled = Object.prototype.hasOwnProperty.call(task.slots || {}, n);
+    return h(
+      "tr",
+      { class: "slot-row", dataset: { slot: n } },
+      h("th", { scope: "row" }, n),
+      h("td", { class: filled ? "" : "muted" }, filled ? fmtValue(task.slots[n]) : "missing"),
+      h(
+        "td",
+        { class: "slot-history small" },
+        (hist[n] || []).map((c) => h("span", { class: "hist" }, `v${c.version}: ${fmtValue(c.value)}`)),
+      ),
+    );
+  });
+  $("#slots-table tbody").replaceChildren(...rows);
+}
+
+// ---- the journal and its replay slider -----------------------------------------------
+
+function versions() {
+  const { baseline, entries } = state.history || { baseline: null, entries: [] };
+  const list = (entries || []).map((e) => e.version);
+  if (baseline) list.unshift(baseline.version);
+  return list;
+}
+
+function renderTimeline() {
+  const { entries } = state.history || { entries: [] };
+  const list = (entries || []).map((e) =>
+    h(
+      "li",
+      { class: "timeline-entry", dataset: { version: e.version } },
+      h(
+        "button",
+        { type: "button", class: "link", onclick: () => moveSlider(e.version) },
+        `v${e.version}`,
+      ),
+      h("span", { class: "reason" }, e.reason),
+      h("span", { class: "small muted" }, ` · ${e.actor} · ${fmtTime(e.at)}`),
+      h(
+        "ul",
+        { class: "changes small" },
+        e.changes.map((c) => h("li", {}, describeChange(c))),
+      ),
+    ),
+  );
+  if (state.history && state.history.baseline) {
+    const b = state.history.baseline;
+    list.unshift(
+      h("li", { class: "timeline-entry baseline", dataset: { version: b.version } },
+        h("button", { type: "button", class: "link", onclick: () => moveSlider(b.version) }, `v${b.version}`),
+        h("span", { class: "reason" }, "baseline (earlier entries compacted)"),
+        h("span", { class: "small muted" }, ` · ${fmtTime(b.at)}`)),
+    );
+  }
+  $("#timeline").replaceChildren(...list);
+
+  const vs = versions();
+  const slider = $("#timeline-slider");
+  slider.disabled = vs.length === 0;
+  if (!vs.length) return;
+  slider.min = vs[0];
+  slider.max = vs[vs.length - 1];
+  if (state.followLatest || Number(slider.value) > vs[vs.length - 1]) slider.value = slider.max;
+  onSlider();
+}
+
+function describeChange(c) {
+  const path = c.path.join(".");
+  if (c.path.length === 1) return `${path}: created`;
+  if (c.path[0] === "actions" && c.path.length === 2) {
+    return `${path}: ${c.after ? `${c.after.name} ${c.after.status}` : "removed"}`;
+  }
+  const text = fmtValue("after" in c ? c.after : undefined);
+  return `${path} → ${text.length > 80 ? `${text.slice(0, 77)}…` : text}`;
+}
+
+function moveSlider(version) {
+  $("#timeline-slider").value = version;
+  onSlider();
+}
+
+function onSlider() {
+  const slider = $("#timeline-slider");
+  const at = Number(slider.value);
+  state.followLatest = at === Number(slider.max);
+  $("#timeline-label").textContent = `${at} of ${slider.max}`;
+  for (const li of document.querySelectorAll(".timeline-entry")) {
+    li.classList.toggle("current", Number(li.dataset.version) === at);
+  }
+  if (state.replayed !== `${state.taskId}@${at}`) replayAt(at);
+  else {
+    state.replaySeq++; // already shown: drop answers still coming for other positions
+    delete $("#replayed-state").dataset.loading;
+  }
+}
+
+// The server replays the journal; the newest answer for the newest slider position wins.
+async function replayAt(at) {
+  const seq = ++state.replaySeq;
+  const id = state.taskId;
+  const box = $("#replayed-state");
+  box.dataset.loading = "true";
+  try {
+    const { task } = await api("GET", `/v1/tasks/${encodeURIComponent(id)}/state?at=${at}`);
+    if (seq !== state.replaySeq || id !== state.taskId) return;
+    state.replayed = `${id}@${at}`;
+    box.dataset.version = String(at);
+    box.dataset.stage = task.stage;
+    box.dataset.status = task.status;
+    box.dataset.slotCount = String(Object.keys(task.slots || {}).length);
+    box.replaceChildren(
+      h("p", {}, h("strong", {}, `At version ${at}: `), `stage `,
+        h("span", { class: "replayed-stage" }, task.stage), `, status `, badge(task.status),
+        `, ${(task.actions || []).length} Action(s)`),
+      h("p", { class: "small status-text" }, task.status_text),
+      slotList(task.slots),
+    );
+  } catch (err) {
+    if (seq === state.replaySeq) showError(err);
+  } finally {
+    if (seq === state.replaySeq) delete box.dataset.loading;
+  }
+}
+
+// ---- live updates --------------------------------------------------------------------
+
+function setLive(mode, text) {
+  const el = $("#live-status");
+  el.dataset.state = mode;
+  el.textContent = text;
+}
+
+// EventSource cannot send an Authorization header, so the events endpoint (only) takes the
+// key as ?key=. It reconnects by itself after network errors (e.g. a server restart); when the
+// browser gives up (an HTTP error answer) we try again a little later while the page is open.
+function connectEvents(id) {
+  if (state.events) state.events.close();
+  clearTimeout(state.reopenTimer);
+  const url = `/v1/tasks/${encodeURIComponent(id)}/events?key=${encodeURIComponent(state.key)}`;
+  const source = new EventSource(url);
+  state.events = source;
+  setLive("connecting", "connecting…");
+  source.addEventListener("open", () => setLive("live", "live"));
+  source.addEventListener("task", (ev) => {
+    if (state.events !== source) return;
+    setLive("live", "live");
+    let task;
+    try {
+      task = JSON.parse(ev.data);
+    } catch {
+      return;
+    }
+    if (task.task) task = task.task; // tolerate {"task": ...} as well as the bare Task
+    if (task.id !== state.taskId) return;
+    patchTaskRow(task);
+    const known = versions();
+    // A version the page has no journal entry for yet: fetch the journal again.
+    if (!known.length || task.version > known[known.length - 1]) refreshTask();
+    else showTask(task);
+  });
+  source.addEventListener("error", () => {
+    if (state.events !== source) return;
+    if (source.readyState === EventSource.CLOSED) {
+      setLive("off", "offline, retrying…");
+      state.reopenTimer = setTimeout(() => state.taskId === id && connectEvents(id), 3000);
+    } else {
+      setLive("connecting", "reconnecting…");
+    }
+  });
+}
+
+// ---- wiring --------------------------------------------------------------------------
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("#sign-in-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const key = $("#key-input").value.trim();
+    if (!key) return;
+    const button = $("#sign-in");
+    button.disabled = true;
+    try {
+      await signIn(key);
+    } catch (err) {
+      showError(err);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  $("#sign-out").addEventListener("click", () => signOut());
+  $("#error-close").addEventListener("click", clearError);
+  $("#chat-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const text = $("#chat-input").value.trim();
+    if (text) sendMessage(text);
+  });
+  $("#new-session").addEventListener("click", () => {
+    setSession(null);
+    $("#chat-log").replaceChildren();
+    $("#chat-input").focus();
+  });
+  $("#task-filter").addEventListener("change", loadTasks);
+  $("#tasks-refresh").addEventListener("click", loadTasks);
+  $("#task-close").addEventListener("click", () => {
+    closeTask();
+    renderTasks();
+  });
+  // Debounced: dragging the slider asks the server for one replay, not one per pixel
+  // (each key has a request rate limit).
+  let sliderTimer = null;
+  $("#timeline-slider").addEventListener("input", () => {
+    $("#timeline-label").textContent = `${$("#timeline-slider").value} of ${$("#timeline-slider").max}`;
+    clearTimeout(sliderTimer);
+    sliderTimer = setTimeout(onSlider, 120);
+  });
+  $("#home-link").addEventListener("click", (ev) => {
+    ev.preventDefault();
+    closeTask();
+    renderTasks();
+  });
+  // Links in the chat ("open Task") and the back button move through #/tasks/ID.
+  window.addEventListener("hashchange", () => {
+    const m = location.hash.match(/^#\/tasks\/([^/]+)$/);
+    if (m && state.me) openTask(decodeURIComponent(m[1]));
+  });
+
+  if (state.key) {
+    signIn(state.key).catch((err) => {
+      if (err instanceof ApiError && err.status === 401) {
+        signOut(err.message); // a stored key that no longer works: back to the form
+      } else {
+        // The server is away (or erring): keep the key, show the form and why.
+        $("#key-input").value = state.key;
+        $("#sign-in-panel").hidden = false;
+        showError(err);
+      }
+    });
+  } else {
+    $("#sign-in-panel").hidden = false;
+    $("#key-input").focus();
+  }
+});

@@ -1,0 +1,127 @@
+"""Every failure of a request as an HTTP status and one JSON body,
+``{"error": {"code": ..., "message": ...}}``: 4xx for what the caller can fix, 503 while the
+store is away, and 500 only for a bug (logged with its traceback, shown without it)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import (
+    ConfirmationChanged,
+    DuplicateKey,
+    HistoryCompacted,
+    InvalidInput,
+    InvalidSlot,
+    NotFound,
+    RelaystateError,
+    SchemaTooNew,
+    ScopeError,
+    SessionConflict,
+    StoreFileError,
+    StoreUnavailable,
+    TaskLocked,
+    TemplateError,
+    VersionConflict,
+)
+from ..store import translate_error
+
+log = logging.getLogger("relaystate.server")
+
+# (error class, HTTP status, code); the first match wins, so subclasses come first
+_MAPPING: tuple[tuple[type[Exception], int, str], ...] = (
+    (NotFound, 404, "not_found"),
+    (VersionConflict, 409, "version_conflict"),
+    (SessionConflict, 409, "session_conflict"),
+    (ConfirmationChanged, 409, "confirmation_changed"),
+    (TaskLocked, 409, "task_locked"),
+    (DuplicateKey, 409, "duplicate_key"),
+    (HistoryCompacted, 410, "history_compacted"),
+    (InvalidInput, 422, "invalid_input"),
+    (InvalidSlot, 422, "invalid_slot"),
+    (TemplateError, 422, "invalid_task_type"),
+    (ScopeError, 403, "forbidden"),
+    (StoreUnavailable, 503, "unavailable"),
+    (StoreFileError, 503, "unavailable"),
+    (SchemaTooNew, 503, "unavailable"),
+    (RelaystateError, 400, "bad_request"),
+)
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    415: "unsupported_media_type",
+    429: "rate_limited",
+}
+
+
+class ApiError(Exception):
+    """A refusal the server decides itself (no key, too many requests, a body too large)."""
+
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.headers = headers or {}
+
+
+def body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def response(status: int, code: str, message: str, **headers: str) -> JSONResponse:
+    return JSONResponse(body(code, message), status_code=status, headers=headers or None)
+
+
+def status_of(exc: Exception) -> tuple[int, str]:
+    """The HTTP status and code of a relaystate error."""
+    for kind, status, code in _MAPPING:
+        if isinstance(exc, kind):
+            return status, code
+    return 500, "internal"
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn every exception into a JSON error response."""
+
+    @app.exception_handler(ApiError)
+    async def _api(_: Request, exc: ApiError) -> JSONResponse:
+        return response(exc.status, exc.code, exc.message, **exc.headers)
+
+    @app.exception_handler(RelaystateError)
+    async def _relaystate(_: Request, exc: RelaystateError) -> JSONResponse:
+        status, code = status_of(exc)
+        extra = {"Retry-After": "5"} if status == 503 else {}
+        return response(status, code, str(exc) or type(exc).__name__, **extra)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = exc.errors()
+        if any(p.get("type") == "json_invalid" for p in problems):
+            return response(400, "invalid_json", "the request body is not valid JSON")
+        first = problems[0] if problems else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "request"
+        return response(422, "invalid_input", f"{where}: {first.get('msg', 'invalid')}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "error")
+        return response(exc.status_code, code, str(exc.detail), **(exc.headers or {}))
+
+    @app.exception_handler(Exception)
+    async def _other(request: Request, exc: Exception) -> JSONResponse:
+        typed = translate_error(exc, getattr(request.app.state, "store_url", ""))
+        if typed is not None:  # a database that went away mid-request, a full disk
+            status, code = status_of(typed)
+            return response(status, code, str(typed), **{"Retry-After": "5"})
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return response(500, "internal", "an unexpected error; it has been logged")

@@ -1,0 +1,280 @@
+"""The ``/v1`` endpoints. Each one reads its caller from the API key (never a default scope)
+and calls the runtime or the conversation, exactly as the CLI does; nothing here touches a
+store's tables or the writer."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+
+from ..errors import NotFound
+from ..model import OPEN_TASK_STATUSES, ApiKey, TaskStatus
+from ..scope import Scope
+from ..views import action_view, history_view, state_view, task_view
+from . import keys
+from .errors import ApiError
+from .limits import retry_after
+from .state import ServerState
+
+bearer = HTTPBearer(auto_error=False, description="An API key: `relaystate users create NAME`")
+router = APIRouter(prefix="/v1")
+
+Language = Literal["en", "zh"]
+TaskFilter = Literal[
+    "open", "all", "waiting_user", "running", "done", "failed", "cancelled", "needs_attention"
+]
+
+
+# -- who is calling --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Caller:
+    """The key's user: ``acts`` as that user; ``reads`` every user's data with an admin key."""
+
+    key: ApiKey
+
+    @property
+    def acts(self) -> Scope:
+        return Scope.user(self.key.user_id)
+
+    @property
+    def reads(self) -> Scope:
+        return Scope.admin(self.key.user_id) if self.key.admin else self.acts
+
+
+def server(request: Request) -> ServerState:
+    state: ServerState = request.app.state.relaystate
+    return state
+
+
+def authorise(request: Request, presented: str | None) -> Caller:
+    state = server(request)
+    if not presented:
+        raise ApiError(
+            401,
+            "unauthorized",
+            "an API key is needed: Authorization: Bearer <key>",
+            {"WWW-Authenticate": "Bearer"},
+        )
+    key = keys.verify(state.runtime, presented)
+    if key is None:
+        raise ApiError(
+            401, "unauthorized", "the API key is unknown or revoked", {"WWW-Authenticate": "Bearer"}
+        )
+    wait = state.limiter.take(key.id)
+    if wait:
+        raise ApiError(
+            429,
+            "rate_limited",
+            "too many requests for this key; slow down",
+            {"Retry-After": retry_after(wait)},
+        )
+    return Caller(key)
+
+
+def caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> Caller:
+    return authorise(request, credentials.credentials if credentials else None)
+
+
+Who = Annotated[Caller, Depends(caller)]
+
+
+# -- bodies and answers ----------------------------------------------------------------------
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewSession(_Body):
+    language: Language | None = None
+
+
+class Say(_Body):
+    text: StrictStr = Field(min_length=1, description="What the user says")
+    language: Language | None = None
+    task_id: StrictStr | None = Field(None, description="Send the turn to this Task")
+
+
+class Confirmation(_Body):
+    yes: StrictBool
+    version: int | None = Field(None, ge=1, description="The task version the user was shown")
+
+
+class Resolution(_Body):
+    outcome: Literal["success", "failed"]
+    output: Any = None
+
+
+class Me(BaseModel):
+    user_id: str
+    admin: bool
+    key_id: str
+
+
+class SessionOut(BaseModel):
+    session: dict[str, Any]
+
+
+class MessagesOut(BaseModel):
+    messages: list[dict[str, Any]]
+    next_before: int | None
+
+
+class TurnOut(BaseModel):
+    turn: dict[str, Any]
+
+
+class TasksOut(BaseModel):
+    tasks: list[dict[str, Any]]
+
+
+class TaskOut(BaseModel):
+    task: dict[str, Any]
+
+
+class ActionsOut(BaseModel):
+    actions: list[dict[str, Any]]
+
+
+class HistoryOut(BaseModel):
+    baseline: dict[str, Any] | None
+    entries: list[dict[str, Any]]
+
+
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Id = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+# -- endpoints ----------------------------------------------------------------------------------
+@router.get("/me", response_model=Me)
+def me(who: Who) -> Me:
+    return Me(user_id=who.key.user_id, admin=who.key.admin, key_id=who.key.id)
+
+
+@router.post("/sessions", status_code=201, response_model=SessionOut)
+def new_session(request: Request, who: Who, body: NewSession | None = None) -> SessionOut:
+    session = server(request).runtime.open_session(
+        who.acts, language=body.language if body else None
+    )
+    return SessionOut(session=session.to_dict())
+
+
+@router.get("/sessions/{session_id}", response_model=SessionOut)
+def get_session(request: Request, who: Who, session_id: Id) -> SessionOut:
+    return SessionOut(session=server(request).runtime.session(who.reads, session_id).to_dict())
+
+
+@router.get("/sessions/{session_id}/messages", response_model=MessagesOut)
+def get_messages(
+    request: Request,
+    who: Who,
+    session_id: Id,
+    limit: Limit = 50,
+    before: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+) -> MessagesOut:
+    rt = server(request).runtime
+    rt.session(who.reads, session_id)  # 404 for an unknown or another user's session
+    found = rt.messages(who.reads, session_id, limit=limit, before=before)
+    first = found[0].id if found else None
+    return MessagesOut(
+        messages=[m.to_dict() for m in found],
+        next_before=first if first is not None and first > 1 and len(found) == limit else None,
+    )
+
+
+@router.post("/sessions/{session_id}/messages", response_model=TurnOut)
+def say(request: Request, who: Who, session_id: Id, body: Say) -> TurnOut:
+    state = server(request)
+    started = time.perf_counter()
+    turn = state.conversation.handle(
+        who.acts, body.text, session_id, language=body.language, task_id=body.task_id
+    )
+    state.metrics.turns.inc()
+    state.metrics.turn_latency.observe(time.perf_counter() - started)
+    for action in turn.actions:
+        state.metrics.actions.labels(str(action.status)).inc()
+    return TurnOut(turn=turn.to_dict())
+
+
+@router.get("/tasks", response_model=TasksOut)
+def list_tasks(
+    request: Request, who: Who, status: TaskFilter = "open", limit: Limit = 100
+) -> TasksOut:
+    statuses = (
+        list(OPEN_TASK_STATUSES)
+        if status == "open"
+        else None
+        if status == "all"
+        else [TaskStatus(status)]
+    )
+    found = server(request).runtime.tasks(who.reads, statuses=statuses, limit=limit)
+    return TasksOut(tasks=[task_view(t) for t in found])
+
+
+@router.get("/tasks/{task_id}", response_model=TaskOut)
+def get_task(request: Request, who: Who, task_id: Id) -> TaskOut:
+    return TaskOut(task=state_view(server(request).runtime.task(who.reads, task_id)))
+
+
+@router.get("/tasks/{task_id}/actions", response_model=ActionsOut)
+def get_actions(request: Request, who: Who, task_id: Id) -> ActionsOut:
+    state = server(request).runtime.task(who.reads, task_id)
+    return ActionsOut(actions=[action_view(a) for a in state.actions])
+
+
+@router.get("/tasks/{task_id}/history", response_model=HistoryOut)
+def get_history(request: Request, who: Who, task_id: Id) -> HistoryOut:
+    baseline, entries = server(request).runtime.history(who.reads, task_id)
+    found = history_view(baseline, entries)
+    return HistoryOut(baseline=found["baseline"], entries=found["entries"])
+
+
+@router.get("/tasks/{task_id}/state", response_model=TaskOut)
+def get_state_at(
+    request: Request,
+    who: Who,
+    task_id: Id,
+    at: Annotated[int, Query(ge=1, le=2**31 - 1, description="A journal version")],
+) -> TaskOut:
+    rt = server(request).runtime
+    current = rt.task(who.reads, task_id)
+    if at > current.task.version:
+        raise NotFound(f"task {task_id} has no version {at} (it is at {current.task.version})")
+    return TaskOut(task=state_view(rt.replay(who.reads, task_id, at)))
+
+
+@router.post("/tasks/{task_id}/resume", response_model=TaskOut)
+def resume(request: Request, who: Who, task_id: Id) -> TaskOut:
+    done = server(request).runtime.resume(who.reads, task_id)
+    return TaskOut(task=state_view(done.state))
+
+
+@router.post("/tasks/{task_id}/cancel", response_model=TaskOut)
+def cancel(request: Request, who: Who, task_id: Id) -> TaskOut:
+    return TaskOut(task=state_view(server(request).runtime.cancel(who.acts, task_id)))
+
+
+@router.post("/tasks/{task_id}/confirm", response_model=TaskOut)
+def confirm(request: Request, who: Who, task_id: Id, body: Confirmation) -> TaskOut:
+    state = server(request).runtime.confirm(who.acts, task_id, body.yes, seen=body.version)
+    return TaskOut(task=state_view(state))
+
+
+@router.post("/actions/{action_id}/resolve", response_model=TaskOut)
+def resolve(request: Request, who: Who, action_id: Id, body: Resolution) -> TaskOut:
+    rt = server(request).runtime
+    action = rt.action(who.reads, action_id)
+    state = rt.resolve(
+        who.reads,
+        action.task_id,
+        action.seq,
+        succeeded=body.outcome == "success",
+        output=body.output,
+    )
+    return TaskOut(task=state_view(state))
