@@ -1,0 +1,330 @@
+"""The HTTP API, endpoint by endpoint, through the real app over a real SQLite file: every
+answer a JSON body, every bad input a 4xx with a code, never a 500 and never a partial
+write, and another user's ids answer 404 on every endpoint that takes one."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from relaystate import Runtime, Scope, open_store
+from relaystate.demo import templates
+from relaystate.server import create_app
+from relaystate.server.keys import issue
+
+BOOK = "book a flight from Beijing to Shanghai on Dec 9, economy, for Alice Wang"
+ADMIN = Scope.admin("test")
+
+
+class Api:
+    """The app and a key per person: alice, bob, and an operator with an admin key."""
+
+    def __init__(self, tmp_path: Path, **options: Any) -> None:
+        self.rt = Runtime(open_store(f"sqlite:///{tmp_path}/api.db"), templates(tmp_path / "l.db"))
+        self.keys = {
+            who: issue(self.rt, ADMIN, who, name=who, admin=who == "ops", now=self.rt.clock())[1]
+            for who in ("alice", "bob", "ops")
+        }
+        options = {"rate": 1000.0, "burst": 1000.0, "recover_on_start": False, **options}
+        self.client = TestClient(create_app(self.rt, **options), raise_server_exceptions=False)
+
+    def call(self, who: str | None, method: str, path: str, **kw: Any) -> Any:
+        headers = {"Authorization": f"Bearer {self.keys[who]}"} if who else {}
+        headers.update(kw.pop("headers", {}))
+        return self.client.request(method, path, headers=headers, **kw)
+
+    def ok(self, who: str, method: str, path: str, status: int = 200, **kw: Any) -> Any:
+        answer = self.call(who, method, path, **kw)
+        assert answer.status_code == status, (path, answer.status_code, answer.text)
+        return answer.json()
+
+
+@pytest.fixture
+def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Api]:
+    monkeypatch.setenv("RELAYSTATE_NOW", "2026-11-29T10:00:00")
+    made = Api(tmp_path)
+    yield made
+    made.rt.close()
+
+
+def error(answer: Any, status: int, code: str) -> str:
+    """The answer is ``status`` with the JSON error body of ``code``; its message."""
+    assert answer.status_code == status, (answer.status_code, answer.text)
+    assert answer.headers["content-type"].startswith("application/json")
+    found = answer.json()
+    assert set(found) == {"error"} and found["error"]["code"] == code, found
+    message: str = found["error"]["message"]
+    assert message and "Traceback" not in message
+    return message
+
+
+def booked(api: Api, who: str = "alice", session: str = "s-alice") -> dict[str, Any]:
+    turn: dict[str, Any] = api.ok(
+        who, "POST", f"/v1/sessions/{session}/messages", json={"text": BOOK}
+    )["turn"]
+    assert turn["task"]["stage"] == "confirming"
+    return turn
+
+
+# -- who is calling ------------------------------------------------------------------------------
+def test_every_v1_call_needs_a_valid_key(api: Api) -> None:
+    error(api.call(None, "GET", "/v1/me"), 401, "unauthorized")
+    for bad in ("nope", "rsk_x_y", "Bearer", api.keys["alice"] + "x", "rsk_" + "a" * 300):
+        answer = api.client.get("/v1/me", headers={"Authorization": f"Bearer {bad}"})
+        error(answer, 401, "unauthorized")
+    assert api.ok("alice", "GET", "/v1/me") == {
+        "user_id": "alice",
+        "admin": False,
+        "key_id": api.keys["alice"].split("_")[1],
+    }
+    assert api.ok("ops", "GET", "/v1/me")["admin"] is True
+
+
+def test_a_revoked_key_is_refused_at_once(api: Api) -> None:
+    assert api.ok("bob", "GET", "/v1/me")["user_id"] == "bob"
+    api.rt.revoke_api_keys(ADMIN, user_id="bob")
+    error(api.call("bob", "GET", "/v1/me"), 401, "unauthorized")
+    assert api.ok("alice", "GET", "/v1/me")["user_id"] == "alice"
+
+
+def test_a_key_over_its_rate_gets_429_with_retry_after(tmp_path: Path) -> None:
+    slow = Api(tmp_path, rate=0.5, burst=2.0)
+    try:
+        assert slow.call("alice", "GET", "/v1/me").status_code == 200
+        assert slow.call("alice", "GET", "/v1/me").status_code == 200
+        refused = slow.call("alice", "GET", "/v1/me")
+        error(refused, 429, "rate_limited")
+        assert int(refused.headers["Retry-After"]) >= 1
+        assert slow.call("bob", "GET", "/v1/me").status_code == 200  # per key
+    finally:
+        slow.rt.close()
+
+
+# -- sessions and turns --------------------------------------------------------------------------
+def test_a_conversation_through_the_api(api: Api) -> None:
+    session = api.ok("alice", "POST", "/v1/sessions", 201, json={"language": "en"})["session"]
+    assert session["user_id"] == "alice" and session["version"] == 1
+    sid = session["id"]
+    turn = api.ok("alice", "POST", f"/v1/sessions/{sid}/messages", json={"text": BOOK})["turn"]
+    assert turn["session_id"] == sid and "Please confirm" in turn["reply"]
+    assert turn["why"] and turn["task"]["type"] == "flight_booking"
+    done = api.ok("alice", "POST", f"/v1/sessions/{sid}/messages", json={"text": "yes"})["turn"]
+    assert done["task"]["status"] == "done" and "Reference: ORD-" in done["reply"]
+    assert {a["name"]: a["status"] for a in done["actions"]} == {
+        "search_flights": "success",
+        "create_order": "success",
+    }
+    assert api.ok("alice", "GET", f"/v1/sessions/{sid}")["session"]["active_task_ids"] == [
+        turn["task"]["id"]
+    ]
+    said = api.ok("alice", "GET", f"/v1/sessions/{sid}/messages")["messages"]
+    assert [(m["role"], m["text"]) for m in said][:2] == [
+        ("user", BOOK),
+        ("assistant", turn["reply"]),
+    ]
+    page = api.ok("alice", "GET", f"/v1/sessions/{sid}/messages?limit=2")
+    assert [m["id"] for m in page["messages"]] == [3, 4] and page["next_before"] == 3
+    older = api.ok("alice", "GET", f"/v1/sessions/{sid}/messages?limit=2&before=3")
+    assert [m["id"] for m in older["messages"]] == [1, 2] and older["next_before"] is None
+
+
+def test_a_turn_in_chinese_and_a_first_message_that_opens_its_session(api: Api) -> None:
+    turn = api.ok("alice", "POST", "/v1/sessions/new-one/messages", json={"text": "我要退款"})[
+        "turn"
+    ]
+    assert turn["language"] == "zh" and "订单号" in turn["reply"]
+    assert api.ok("alice", "GET", "/v1/sessions/new-one")["session"]["language"] == "zh"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ('{"text": ', 400, "invalid_json"),
+        ("[1, 2]", 422, "invalid_input"),
+        ("{}", 422, "invalid_input"),
+        ('{"text": ""}', 422, "invalid_input"),
+        ('{"text": "   "}', 422, "invalid_input"),
+        ('{"text": 5}', 422, "invalid_input"),
+        ('{"text": "hi", "extra": 1}', 422, "invalid_input"),
+        ('{"text": "hi", "language": "fr"}', 422, "invalid_input"),
+        ('{"text": "hi\\u0000there"}', 422, "invalid_input"),
+        ('{"text": "\\ud800"}', 422, "invalid_input"),
+        (json.dumps({"text": "a" * 10_001}), 422, "invalid_input"),
+        (json.dumps({"text": "a" * 300_000}), 413, "too_large"),
+        ('{"text": "hi", "task_id": "no-such-task"}', 404, "not_found"),
+    ],
+)
+def test_a_bad_turn_is_a_4xx_and_writes_nothing(
+    api: Api, body: str, status: int, code: str
+) -> None:
+    answer = api.call(
+        "alice",
+        "POST",
+        "/v1/sessions/s-bad/messages",
+        content=body.encode("utf-8", "surrogatepass"),
+        headers={
+            "Authorization": f"Bearer {api.keys['alice']}",
+            "Content-Type": "application/json",
+        },
+    )
+    error(answer, status, code)
+    error(api.call("alice", "GET", "/v1/sessions/s-bad"), 404, "not_found")  # nothing written
+    assert api.rt.tasks(ADMIN) == []
+
+
+# -- tasks ----------------------------------------------------------------------------------
+def test_tasks_their_actions_history_and_replayed_state(api: Api) -> None:
+    turn = booked(api)
+    tid = turn["task"]["id"]
+    api.ok("alice", "POST", "/v1/sessions/s-alice/messages", json={"text": "yes"})
+    assert [t["id"] for t in api.ok("alice", "GET", "/v1/tasks?status=all")["tasks"]] == [tid]
+    assert api.ok("alice", "GET", "/v1/tasks")["tasks"] == []  # open: none left
+    assert [t["id"] for t in api.ok("alice", "GET", "/v1/tasks?status=done")["tasks"]] == [tid]
+    task = api.ok("alice", "GET", f"/v1/tasks/{tid}")["task"]
+    assert task["status"] == "done" and [a["name"] for a in task["actions"]] == [
+        "search_flights",
+        "create_order",
+    ]
+    actions = api.ok("alice", "GET", f"/v1/tasks/{tid}/actions")["actions"]
+    assert actions == task["actions"]
+    history = api.ok("alice", "GET", f"/v1/tasks/{tid}/history")
+    versions = [e["version"] for e in history["entries"]]
+    assert versions == list(range(1, task["version"] + 1)) and history["baseline"] is None
+    first = api.ok("alice", "GET", f"/v1/tasks/{tid}/state?at=1")["task"]
+    assert first["stage"] == "confirming" and first["actions"] == [] and first["version"] == 1
+    error(
+        api.call("alice", "GET", f"/v1/tasks/{tid}/state?at={task['version'] + 1}"),
+        404,
+        "not_found",
+    )
+    error(api.call("alice", "GET", f"/v1/tasks/{tid}/state?at=0"), 422, "invalid_input")
+    error(api.call("alice", "GET", f"/v1/tasks/{tid}/state"), 422, "invalid_input")
+    error(api.call("alice", "GET", "/v1/tasks?status=bogus"), 422, "invalid_input")
+    error(api.call("alice", "GET", "/v1/tasks?limit=0"), 422, "invalid_input")
+
+
+def test_confirm_is_bound_to_the_version_shown_and_cancel_is_final(api: Api) -> None:
+    tid = booked(api)["task"]["id"]
+    api.ok(
+        "alice", "POST", "/v1/sessions/s-alice/messages", json={"text": "make it business class"}
+    )
+    stale = api.call("alice", "POST", f"/v1/tasks/{tid}/confirm", json={"yes": True, "version": 1})
+    error(stale, 409, "confirmation_changed")
+    error(
+        api.call("alice", "POST", f"/v1/tasks/{tid}/confirm", json={"yes": "yes"}),
+        422,
+        "invalid_input",
+    )
+    current = api.ok("alice", "GET", f"/v1/tasks/{tid}")["task"]["version"]
+    assert api.ok("alice", "GET", f"/v1/tasks/{tid}")["task"]["slots"]["cabin_class"] == "business"
+    cancelled = api.ok("alice", "POST", f"/v1/tasks/{tid}/cancel")["task"]
+    assert cancelled["status"] == "cancelled" and cancelled["version"] == current + 1
+    error(api.call("alice", "POST", f"/v1/tasks/{tid}/cancel"), 409, "task_locked")
+    error(
+        api.call("alice", "POST", f"/v1/tasks/{tid}/confirm", json={"yes": True}),
+        409,
+        "task_locked",
+    )
+    assert api.ok("alice", "POST", f"/v1/tasks/{tid}/resume")["task"]["status"] == "cancelled"
+
+
+def test_confirm_at_the_version_shown_runs_the_task(api: Api) -> None:
+    task = booked(api)["task"]
+    done = api.ok(
+        "alice",
+        "POST",
+        f"/v1/tasks/{task['id']}/confirm",
+        json={"yes": True, "version": task["version"]},
+    )["task"]
+    assert done["status"] == "done"
+
+
+def test_resolving_an_action_is_an_operators_act(api: Api) -> None:
+    tid = booked(api)["task"]["id"]
+    api.ok("alice", "POST", "/v1/sessions/s-alice/messages", json={"text": "yes"})
+    action = api.ok("alice", "GET", f"/v1/tasks/{tid}/actions")["actions"][-1]
+    path = f"/v1/actions/{action['id']}/resolve"
+    error(api.call("alice", "POST", path, json={"outcome": "success"}), 403, "forbidden")
+    error(api.call("ops", "POST", path, json={"outcome": "maybe"}), 422, "invalid_input")
+    error(api.call("ops", "POST", path, json={"outcome": "failed"}), 409, "task_locked")  # settled
+    error(
+        api.call("ops", "POST", "/v1/actions/nope/resolve", json={"outcome": "failed"}),
+        404,
+        "not_found",
+    )
+
+
+def test_an_admin_key_reads_every_users_tasks(api: Api) -> None:
+    alices = booked(api)["task"]["id"]
+    bobs = booked(api, "bob", "s-bob")["task"]["id"]
+    assert {t["id"] for t in api.ok("ops", "GET", "/v1/tasks")["tasks"]} == {alices, bobs}
+    assert api.ok("ops", "GET", f"/v1/tasks/{alices}")["task"]["user_id"] == "alice"
+
+
+# -- isolation: another user's ids are unknown ids --------------------------------------------
+def test_another_users_ids_answer_404_on_every_endpoint(api: Api) -> None:
+    turn = booked(api)
+    tid = turn["task"]["id"]
+    api.ok("alice", "POST", "/v1/sessions/s-alice/messages", json={"text": "yes"})
+    aid = api.ok("alice", "GET", f"/v1/tasks/{tid}/actions")["actions"][0]["id"]
+    calls: list[tuple[str, str, dict[str, Any]]] = [
+        ("GET", "/v1/sessions/s-alice", {}),
+        ("GET", "/v1/sessions/s-alice/messages", {}),
+        ("POST", "/v1/sessions/s-alice/messages", {"json": {"text": "yes"}}),
+        ("GET", f"/v1/tasks/{tid}", {}),
+        ("GET", f"/v1/tasks/{tid}/actions", {}),
+        ("GET", f"/v1/tasks/{tid}/history", {}),
+        ("GET", f"/v1/tasks/{tid}/state?at=1", {}),
+        ("GET", f"/v1/tasks/{tid}/events", {}),
+        ("POST", f"/v1/tasks/{tid}/resume", {}),
+        ("POST", f"/v1/tasks/{tid}/cancel", {}),
+        ("POST", f"/v1/tasks/{tid}/confirm", {"json": {"yes": True}}),
+        ("POST", f"/v1/actions/{aid}/resolve", {"json": {"outcome": "failed"}}),
+        ("POST", "/v1/sessions/s-alice/messages", {"json": {"text": "hi", "task_id": tid}}),
+    ]
+    before = api.rt.task(ADMIN, tid).to_dict()
+    for method, path, kw in calls:
+        error(api.call("bob", method, path, **kw), 404, "not_found")
+    assert api.rt.task(ADMIN, tid).to_dict() == before
+    assert api.ok("bob", "GET", "/v1/tasks?status=all")["tasks"] == []
+    said = api.ok("alice", "GET", "/v1/sessions/s-alice/messages")["messages"]
+    assert all(m["user_id"] == "alice" for m in said) and len(said) == 4
+
+
+# -- live updates, health, the rest ---------------------------------------------------------------
+def test_task_events_stream_the_task_and_take_the_key_as_a_query(api: Api) -> None:
+    tid = booked(api)["task"]["id"]
+    with api.client.stream("GET", f"/v1/tasks/{tid}/events?key={api.keys['alice']}") as events:
+        assert events.status_code == 200
+        assert events.headers["content-type"].startswith("text/event-stream")
+        lines = events.iter_lines()
+        assert next(lines) == "event: task"
+        data = next(lines)
+        assert data.startswith("data: ")
+        assert json.loads(data.removeprefix("data: "))["id"] == tid
+    error(api.client.get(f"/v1/tasks/{tid}/events?key=rsk_bad_key"), 401, "unauthorized")
+
+
+def test_health_readiness_and_metrics(api: Api) -> None:
+    assert api.client.get("/healthz").json() == {"status": "ok"}
+    assert api.client.get("/readyz").json() == {"status": "ready"}
+    booked(api)
+    metrics = api.client.get("/metrics").text
+    assert "relaystate_turns_total 1.0" in metrics
+    assert 'route="/v1/sessions/{session_id}/messages"' in metrics  # templates, not ids
+    assert api.client.get("/openapi.json").json()["info"]["title"] == "relaystate"
+
+
+def test_unknown_paths_and_methods_answer_json(api: Api) -> None:
+    error(api.call("alice", "GET", "/v1/nothing-here"), 404, "not_found")
+    error(api.call("alice", "DELETE", "/v1/tasks"), 405, "method_not_allowed")
+
+
+def test_the_dashboard_is_served_at_the_root(api: Api) -> None:
+    page = api.client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
