@@ -18,6 +18,12 @@ demo: $(STAMP)  ## the main job: a scripted walk-through on embedded SQLite, the
 		echo; echo "Now talk to the agents yourself (Ctrl-C to leave; 'continue' to come back):"; \
 		$(VENV)/bin/relaystate chat --user you --store sqlite:///demo-data/chat.db \
 			--ledger demo-data/chat-ledger.db; \
+		echo; printf "Open the dashboard and the HTTP API on http://127.0.0.1:8700/ ? [y/N] "; \
+		read answer; case "$$answer" in [yY]*) \
+			$(VENV)/bin/relaystate serve --store sqlite:///demo-data/chat.db \
+				--ledger demo-data/chat-ledger.db;; \
+		*) echo "Later: $(VENV)/bin/relaystate serve --store sqlite:///demo-data/chat.db --ledger demo-data/chat-ledger.db";; \
+		esac; \
 	fi
 
 test: $(STAMP)  ## the whole test suite
