@@ -11,6 +11,8 @@ from .options import Options, app_parser, scope_for, store_parser
 
 DEFAULT_PORT = 8700
 DEMO_USER = "demo"
+GRACE = 3
+"""Seconds a stopping server gives open requests (event streams never end by themselves)."""
 
 
 def register(commands: Any) -> None:
@@ -62,7 +64,14 @@ def serve(ns: argparse.Namespace) -> None:
         where = f"http://{ns.host}:{ns.port}/"
         print(f"relaystate: dashboard at {where}, API at {where}docs", flush=True)
         print(f"API key for the demo user '{DEMO_USER}': {secret}", flush=True)
-        uvicorn.run(app, host=ns.host, port=ns.port, log_level="warning")
+        # open event streams end with the process instead of holding a restart forever
+        uvicorn.run(
+            app,
+            host=ns.host,
+            port=ns.port,
+            log_level="warning",
+            timeout_graceful_shutdown=GRACE,
+        )
 
 
 def create(ns: argparse.Namespace) -> None:

@@ -5,8 +5,6 @@
 
 const KEY_STORE = "relaystate.key";
 const SESSION_STORE = "relaystate.session";
-// Needs-attention first: those are the Tasks a person has to act on.
-const STATUS_RANK = { needs_attention: 0, waiting_user: 1, running: 2 };
 
 const state = {
   key: localStorage.getItem(KEY_STORE),
@@ -35,7 +33,7 @@ function h(tag, attrs, ...children) {
     else if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
     else el.setAttribute(name, value === true ? "" : value);
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     el.append(child instanceof Node ? child : String(child));
   }
@@ -109,6 +107,10 @@ function fmtDuration(fromIso, toIso) {
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
+function fmtOutput(output) {
+  return output === null || output === undefined ? "—" : JSON.stringify(output, null, 1);
+}
+
 function fmtValue(value) {
   if (value === undefined) return "(absent)";
   if (value === null) return "—";
@@ -163,6 +165,8 @@ function signOut(reason) {
   state.key = null;
   state.me = null;
   localStorage.removeItem(KEY_STORE);
+  setSession(null); // the Session is the signed-out user's: the next one starts its own
+  state.tasks = [];
   $("#whoami").hidden = true;
   $("#app").hidden = true;
   $("#sign-in-panel").hidden = false;
@@ -191,7 +195,7 @@ function addMessage(role, text, taskId) {
     { class: `msg msg-${role}`, dataset: { role } },
     h("span", { class: "who" }, role === "user" ? "You" : role === "assistant" ? "Agent" : "Error"),
     h("span", { class: "text" }, text),
-    taskId
+    taskId && role === "assistant"
       ? h("a", { href: `#/tasks/${encodeURIComponent(taskId)}`, class: "small" }, "open Task")
       : null,
   );
@@ -262,11 +266,11 @@ async function loadTasks() {
   }
 }
 
+// Needs-attention first (a person has to act on those), then the most recently updated.
 function sortTasks(tasks) {
   const rank = (t) => (t.status === "needs_attention" ? 0 : 1);
-  return [...tasks].sort(
-    (a, b) => rank(a) - rank(b) || (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0),
-  );
+  const newer = (a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0);
+  return [...tasks].sort((a, b) => rank(a) - rank(b) || newer(a, b));
 }
 
 function renderTasks() {
@@ -298,7 +302,7 @@ function renderTasks() {
 function patchTaskRow(task) {
   const i = state.tasks.findIndex((t) => t.id === task.id);
   if (i < 0) return;
-  const { actions, ...plain } = task;
+  const { actions: _, ...plain } = task;
   state.tasks[i] = plain;
   state.tasks = sortTasks(state.tasks);
   renderTasks();
@@ -357,26 +361,30 @@ async function refreshTask() {
 }
 
 function showTask(task) {
+  // Answers can cross (an event, a turn, a button): never go back to an older version.
+  if (state.task && state.task.id === task.id && task.version < state.task.version) return;
   state.task = task;
   const page = $("#task-page");
   page.dataset.status = task.status;
   page.dataset.stage = task.stage;
   page.dataset.version = task.version;
   $("#task-title").textContent = `Task · ${task.type}`;
+  const facts = [
+    ["id", h("code", {}, task.id)],
+    ["status", badge(task.status)],
+    ["stage", task.stage],
+    ["progress", progressBar(task.progress)],
+    ["version", String(task.version)],
+    ["goal", task.goal || "—"],
+    ["created / updated", `${fmtTime(task.created_at)} / ${fmtTime(task.updated_at)}`],
+  ];
   $("#task-summary").replaceChildren(
     h(
       "dl",
       { class: "facts" },
-      h("dt", {}, "id"), h("dd", {}, h("code", {}, task.id)),
-      h("dt", {}, "status"), h("dd", { id: "task-status" }, badge(task.status)),
-      h("dt", {}, "stage"), h("dd", { id: "task-stage" }, task.stage),
-      h("dt", {}, "progress"), h("dd", {}, progressBar(task.progress)),
-      h("dt", {}, "version"), h("dd", { id: "task-version" }, String(task.version)),
-      h("dt", {}, "goal"), h("dd", {}, task.goal || "—"),
-      h("dt", {}, "created / updated"),
-      h("dd", {}, `${fmtTime(task.created_at)} / ${fmtTime(task.updated_at)}`),
+      facts.map(([name, value]) => [h("dt", {}, name), h("dd", {}, value)]),
     ),
-    h("p", { class: "status-text", id: "task-status-text" }, task.status_text),
+    h("p", { class: "status-text" }, task.status_text),
   );
   renderControls(task);
   renderActions(task.actions || []);
@@ -394,7 +402,8 @@ function renderControls(task) {
         class: "secondary",
         onclick: async () => {
           try {
-            const data = await api("POST", `/v1/tasks/${encodeURIComponent(task.id)}${path}`, body);
+            const url = `/v1/tasks/${encodeURIComponent(task.id)}${path}`;
+            const data = await api("POST", url, body);
             showTask(data.task);
             loadTasks();
           } catch (err) {
@@ -413,33 +422,39 @@ function renderControls(task) {
   $("#task-controls").replaceChildren(...buttons);
 }
 
+// A table cell with its column's name, shown beside the value when a phone stacks the table.
+function cell(label, attrs, ...children) {
+  return h("td", { ...attrs, "data-label": label }, h("div", { class: "cell" }, ...children));
+}
+
 function renderActions(actions) {
   $("#actions-empty").hidden = actions.length > 0;
+  $("#actions-table").hidden = actions.length === 0;
   const canResolve = state.me && state.me.admin;
   const rows = actions.map((a) =>
     h(
       "tr",
       { class: "action-row", dataset: { actionId: a.id, actionName: a.name, status: a.status } },
-      h("td", {}, String(a.seq)),
-      h("td", {}, h("strong", {}, a.name), a.kind !== "step" ? h("span", { class: "small muted" }, ` ${a.kind}`) : null),
-      h(
-        "td",
+      cell("#", {}, String(a.seq)),
+      cell("Action", {}, h("strong", {}, a.name), a.kind !== "step" ? ` (${a.kind})` : null),
+      cell(
+        "Status",
         {},
         badge(a.status),
         a.error ? h("div", { class: "small error-text" }, fmtValue(a.error)) : null,
         canResolve && a.status === "needs_attention" ? resolveButtons(a) : null,
       ),
-      h("td", {}, `${a.attempts}${a.checks ? ` (+${a.checks} checks)` : ""}`),
-      h("td", {}, h("code", { class: "key" }, a.idempotency_key)),
-      h(
-        "td",
+      cell("Attempts", {}, `${a.attempts}${a.checks ? ` (+${a.checks} checks)` : ""}`),
+      cell("Idempotency key", {}, h("code", { class: "key" }, a.idempotency_key)),
+      cell(
+        "Created / updated",
         { class: "small" },
         fmtTime(a.created_at),
         h("br"),
         fmtTime(a.updated_at),
         h("span", { class: "muted" }, ` (${fmtDuration(a.created_at, a.updated_at)})`),
       ),
-      h("td", {}, h("pre", { class: "output" }, a.output === null ? "—" : JSON.stringify(a.output, null, 1))),
+      cell("Output", {}, h("pre", { class: "output" }, fmtOutput(a.output))),
     ),
   );
   $("#actions-table tbody").replaceChildren(...rows);
@@ -449,7 +464,8 @@ function renderActions(actions) {
 function resolveButtons(action) {
   const resolve = (outcome) => async () => {
     try {
-      const data = await api("POST", `/v1/actions/${encodeURIComponent(action.id)}/resolve`, { outcome });
+      const path = `/v1/actions/${encodeURIComponent(action.id)}/resolve`;
+      const data = await api("POST", path, { outcome });
       showTask(data.task);
     } catch (err) {
       showError(err);
@@ -458,8 +474,13 @@ function resolveButtons(action) {
   return h(
     "div",
     { class: "resolve" },
-    h("button", { type: "button", class: "secondary", onclick: resolve("success") }, "Resolve: success"),
-    h("button", { type: "button", class: "secondary", onclick: resolve("failed") }, "Resolve: failed"),
+    ["success", "failed"].map((outcome) =>
+      h(
+        "button",
+        { type: "button", class: "secondary", onclick: resolve(outcome) },
+        `Resolve: ${outcome}`,
+      ),
+    ),
   );
 }
 
@@ -470,7 +491,9 @@ function slotHistory() {
   const note = (name, version, value) => (byName[name] ||= []).push({ version, value });
   const { baseline, entries } = state.history || { baseline: null, entries: [] };
   const initial = baseline && baseline.state && baseline.state.task;
-  if (initial) for (const [n, v] of Object.entries(initial.slots || {})) note(n, baseline.version, v);
+  if (initial) {
+    for (const [n, v] of Object.entries(initial.slots || {})) note(n, baseline.version, v);
+  }
   for (const entry of entries || []) {
     for (const change of entry.changes) {
       const p = change.path;
@@ -488,18 +511,24 @@ function slotHistory() {
 
 function renderSlots(task) {
   const hist = slotHistory();
-  const names = [...new Set([...Object.keys(task.slots || {}), ...(task.missing_slots || []), ...Object.keys(hist)])];
+  const slots = task.slots || {};
+  // Filled, then missing, then any a past version had (a value that was removed).
+  const names = [
+    ...new Set([...Object.keys(slots), ...(task.missing_slots || []), ...Object.keys(hist)]),
+  ];
   const rows = names.map((n) => {
-    const filled = Object.prototype.hasOwnProperty.call(task.slots || {}, n);
+    const filled = Object.prototype.hasOwnProperty.call(slots, n);
     return h(
       "tr",
       { class: "slot-row", dataset: { slot: n } },
       h("th", { scope: "row" }, n),
-      h("td", { class: filled ? "" : "muted" }, filled ? fmtValue(task.slots[n]) : "missing"),
-      h(
-        "td",
+      cell("Value", { class: filled ? "" : "muted" }, filled ? fmtValue(slots[n]) : "missing"),
+      cell(
+        "History",
         { class: "slot-history small" },
-        (hist[n] || []).map((c) => h("span", { class: "hist" }, `v${c.version}: ${fmtValue(c.value)}`)),
+        (hist[n] || []).map((c) =>
+          h("span", { class: "hist" }, `v${c.version}: ${fmtValue(c.value)}`),
+        ),
       ),
     );
   });
@@ -538,10 +567,17 @@ function renderTimeline() {
   if (state.history && state.history.baseline) {
     const b = state.history.baseline;
     list.unshift(
-      h("li", { class: "timeline-entry baseline", dataset: { version: b.version } },
-        h("button", { type: "button", class: "link", onclick: () => moveSlider(b.version) }, `v${b.version}`),
+      h(
+        "li",
+        { class: "timeline-entry baseline", dataset: { version: b.version } },
+        h(
+          "button",
+          { type: "button", class: "link", onclick: () => moveSlider(b.version) },
+          `v${b.version}`,
+        ),
         h("span", { class: "reason" }, "baseline (earlier entries compacted)"),
-        h("span", { class: "small muted" }, ` · ${fmtTime(b.at)}`)),
+        h("span", { class: "small muted" }, ` · ${fmtTime(b.at)}`),
+      ),
     );
   }
   $("#timeline").replaceChildren(...list);
@@ -600,10 +636,16 @@ async function replayAt(at) {
     box.dataset.stage = task.stage;
     box.dataset.status = task.status;
     box.dataset.slotCount = String(Object.keys(task.slots || {}).length);
+    const summary = [
+      h("strong", {}, `At version ${at}: `),
+      "stage ",
+      h("span", { class: "replayed-stage" }, task.stage),
+      ", status ",
+      badge(task.status),
+      `, ${(task.actions || []).length} Action(s)`,
+    ];
     box.replaceChildren(
-      h("p", {}, h("strong", {}, `At version ${at}: `), `stage `,
-        h("span", { class: "replayed-stage" }, task.stage), `, status `, badge(task.status),
-        `, ${(task.actions || []).length} Action(s)`),
+      h("p", {}, summary),
       h("p", { class: "small status-text" }, task.status_text),
       slotList(task.slots),
     );
@@ -700,7 +742,8 @@ document.addEventListener("DOMContentLoaded", () => {
   // (each key has a request rate limit).
   let sliderTimer = null;
   $("#timeline-slider").addEventListener("input", () => {
-    $("#timeline-label").textContent = `${$("#timeline-slider").value} of ${$("#timeline-slider").max}`;
+    const slider = $("#timeline-slider");
+    $("#timeline-label").textContent = `${slider.value} of ${slider.max}`;
     clearTimeout(sliderTimer);
     sliderTimer = setTimeout(onSlider, 120);
   });

@@ -1,0 +1,284 @@
+"""The dashboard in a real browser (Debian's /usr/bin/chromium driven by Playwright).
+
+Alice signs in with her API key, books a flight through the chat panel, the server process
+is restarted between two turns, she continues in the same page, watches the Task reach
+``done`` with its Actions and journal shown, and moves the replay slider back to see the
+Task as it was. Screenshots of every step go to the test's tmp_path (printed).
+
+Never ``playwright install``: only the system Chromium is used. Without it the test skips;
+under ``CI=true`` it fails instead, so CI cannot pass by skipping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+NOW = "2026-11-29T10:00:00"  # "Dec 9" is then 2026-12-09
+WAIT_MS = 10_000  # an expectation's patience; each normally holds within a second
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI needs the browser test to run: {reason}")
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Server:
+    """``relaystate serve`` as a real process on a fixed port and store, restartable."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.store = f"sqlite:///{workdir / 'dash.db'}"
+        self.ledger = workdir / "ledger.db"
+        self.log = workdir / "server.log"
+        self.env = {**os.environ, "RELAYSTATE_NOW": NOW, "PYTHONUNBUFFERED": "1"}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pids: list[int] = []
+
+    def cli(self, *args: str) -> str:
+        cmd = [sys.executable, "-m", "relaystate.cli", *args]
+        done = subprocess.run(
+            cmd, env=self.env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 0, f"{cmd} failed:\n{done.stdout}\n{done.stderr}"
+        return done.stdout
+
+    def start(self) -> None:
+        cmd = [sys.executable, "-m", "relaystate.cli", "serve", "--port", str(self.port)]
+        cmd += ["--store", self.store, "--ledger", str(self.ledger)]
+        with self.log.open("ab") as log:
+            log.write(f"\n--- start {' '.join(cmd)}\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        self.pids.append(self.proc.pid)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"the server exited ({self.proc.returncode}):\n{self.output()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as answer:
+                    if answer.status == 200 and json.load(answer) == {"status": "ok"}:
+                        return
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.1)
+        pytest.fail(f"the server did not answer /healthz within 30 s:\n{self.output()}")
+
+    def stop(self) -> None:
+        """SIGTERM, as a supervisor restarting the service does; it must exit by itself."""
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            pytest.fail(
+                "the server did not exit within 15 s of SIGTERM (the dashboard holds an open "
+                f"/v1/tasks/ID/events stream):\n{self.output()}"
+            )
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    srv = Server(tmp_path)
+    try:
+        yield srv
+    finally:
+        if srv.proc is not None:
+            srv.proc.kill()
+            srv.proc.wait()
+
+
+def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_path: Path) -> None:
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import expect, sync_playwright
+    except ImportError as exc:
+        _unavailable(f"playwright is not installed: {exc}")
+
+    started = time.monotonic()
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    print(f"\nscreenshots: {shots}")
+    key = json.loads(server.cli("users", "create", "alice", "--json", "--store", server.store))
+    assert key["user_id"] == "alice"
+    server.start()
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(WAIT_MS)
+            expect.set_options(timeout=WAIT_MS)
+            crashes: list[str] = []
+            page.on("pageerror", lambda err: crashes.append(str(err)))
+
+            def shot(name: str) -> None:
+                page.screenshot(path=shots / f"{name}.png", full_page=True)
+                print(f"  {time.monotonic() - started:5.1f} s  {name}")
+
+            def say(text: str, reply: str | re.Pattern[str]) -> None:
+                before = page.locator("#chat-log .msg-assistant").count()
+                page.fill("#chat-input", text)
+                page.click("#chat-send")
+                answers = page.locator("#chat-log .msg-assistant")
+                expect(answers).to_have_count(before + 1)
+                expect(answers.last).to_contain_text(reply)
+                expect(page.locator("#chat-input")).to_be_enabled()
+
+            # 1. Sign in with the key.
+            page.goto(server.url + "/")
+            expect(page.locator("#sign-in-panel")).to_be_visible()
+            shot("01-sign-in")
+            page.fill("#key-input", "rsk_wrong_key")
+            page.click("#sign-in")
+            expect(page.locator("#error-banner")).to_contain_text("unauthorized")
+            page.fill("#key-input", key["api_key"])
+            page.click("#sign-in")
+            expect(page.locator("#user-id")).to_have_text("alice")
+            expect(page.locator("#error-banner")).to_be_hidden()
+            expect(page.locator("#chat-panel")).to_be_visible()
+            shot("02-signed-in")
+
+            # 2. Two turns: the Task collects its slots and asks for confirmation.
+            say("book a flight from Beijing to Shanghai", "date")
+            rows = page.locator("#task-list .task-row")
+            expect(rows).to_have_count(1)
+            row = rows.first
+            expect(row).to_have_attribute("data-stage", "collecting")
+            expect(row).to_have_attribute("data-status", "waiting_user")
+            task_id = row.get_attribute("data-task-id")
+            assert task_id
+            session_id = page.locator("#session-id").inner_text()
+            assert session_id != "new"
+            shot("03-collecting")
+
+            say("Dec 9, economy, for Alice Wang", re.compile(r"confirm.*9 December 2026", re.S))
+            expect(row).to_have_attribute("data-stage", "confirming")
+            expect(row.locator("dd[data-slot=passenger_name]")).to_have_text("Alice Wang")
+            row.locator(".task-open").click()
+            task_page = page.locator("#task-page")
+            expect(task_page).to_be_visible()
+            expect(task_page).to_have_attribute("data-task-id", task_id)
+            expect(task_page).to_have_attribute("data-stage", "confirming")
+            expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
+            shot("04-task-page-confirming")
+
+            # 3. Restart the server between two turns; the open page follows it.
+            server.stop()
+            expect(page.locator("#live-status")).not_to_have_attribute("data-state", "live")
+            shot("05-server-down")
+            server.start()
+            assert len(set(server.pids)) == 2, server.pids
+            expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
+
+            # 4. Continue in the same page: the new process finishes the booking.
+            say("yes", re.compile(r"Done.*ORD-\d+", re.S))
+            expect(page.locator("#session-id")).to_have_text(session_id)
+            expect(task_page).to_have_attribute("data-status", "done")
+            expect(task_page).to_have_attribute("data-stage", "done")
+            expect(row).to_have_attribute("data-status", "done")
+            expect(row.locator("progress")).to_have_attribute("value", "2")
+            actions = page.locator("#actions-table .action-row")
+            expect(actions).to_have_count(2)
+            for name in ("search_flights", "create_order"):
+                action = page.locator(f"#actions-table .action-row[data-action-name={name}]")
+                expect(action).to_have_attribute("data-status", "success")
+                expect(action).to_contain_text(f"{task_id}:")  # its idempotency key
+            expect(page.locator("#actions-table")).to_contain_text("ORD-")
+            entries = page.locator("#timeline .timeline-entry")
+            expect(entries.first).to_contain_text("started flight_booking")
+            expect(entries.last).to_contain_text("create_order succeeded")
+            last = int(entries.last.get_attribute("data-version") or 0)
+            assert last >= 5, f"the journal ends at version {last}"
+            slider = page.locator("#timeline-slider")
+            expect(slider).to_have_attribute("max", str(last))
+            expect(slider).to_have_value(str(last))
+            replayed = page.locator("#replayed-state")
+            expect(replayed).to_have_attribute("data-stage", "done")
+            date_row = page.locator("#slots-table .slot-row[data-slot=date]")
+            expect(date_row).to_contain_text("v2: 2026-12-09")
+            shot("06-done")
+
+            # 5. Replay: the slider back to the first entry, then one step on.
+            slider.focus()
+            page.keyboard.press("Home")
+            expect(replayed).to_have_attribute("data-version", "1")
+            expect(replayed).to_have_attribute("data-stage", "collecting")
+            expect(replayed).to_have_attribute("data-status", "waiting_user")
+            expect(replayed).to_have_attribute("data-slot-count", "2")
+            expect(replayed.locator("dd[data-slot=origin]")).to_have_text("Beijing")
+            expect(replayed.locator("dd[data-slot=date]")).to_have_count(0)
+            expect(page.locator("#timeline .timeline-entry.current")).to_have_attribute(
+                "data-version", "1"
+            )
+            shot("07-replayed-v1")
+            page.keyboard.press("ArrowRight")
+            expect(replayed).to_have_attribute("data-version", "2")
+            expect(replayed).to_have_attribute("data-stage", "confirming")
+            expect(replayed).to_have_attribute("data-slot-count", "5")
+            shot("08-replayed-v2")
+            expect(task_page).to_have_attribute("data-status", "done")  # the live Task is not
+
+            # 6. A reload continues: the key, the Session's messages, the open Task.
+            page.reload()
+            expect(page.locator("#user-id")).to_have_text("alice")
+            expect(page.locator("#chat-log .msg")).to_have_count(6)
+            expect(page.locator("#chat-log .msg-user").first).to_have_text(
+                re.compile("book a flight from Beijing to Shanghai")
+            )
+            expect(task_page).to_have_attribute("data-status", "done")
+            shot("09-reloaded")
+            page.set_viewport_size({"width": 390, "height": 844})
+            expect(page.locator("#chat-input")).to_be_visible()
+            shot("10-phone")
+
+            # 7. Sign out forgets the key.
+            page.click("#sign-out")
+            expect(page.locator("#sign-in-panel")).to_be_visible()
+            stored: Any = page.evaluate("localStorage.getItem('relaystate.key')")
+            assert stored is None
+            assert crashes == [], f"uncaught errors in the page: {crashes}"
+        finally:
+            browser.close()
+    server.stop()
+    print(f"browser test: {time.monotonic() - started:.1f} s; screenshots in {shots}")
