@@ -13,8 +13,9 @@ problem.
   than its length (20,000 characters take ~0.3 s, 100,000 take ~5 s), and 10,000 is pages
   more than anyone types into a chat.
 * Ids (user, session, task, idempotency key, task type, an admin's name, a role, a
-  language): 1 to 200 printable characters (no control, format or separator characters),
-  no space at either end. uuid hex, "alice", "alice@example.com" and "ORD-10001" all pass.
+  language): 1 to 200 characters, none a control, format, separator or private-use
+  character (the space between words aside), no space at either end. uuid hex, "alice",
+  "alice@example.com", "ORD-10001" and "订单-7" all pass.
 * Numbers: finite, and an int must fit a float: NaN is not JSON, and a value that is inf
   the first time arithmetic meets it (a 400-digit amount) is no number.
 * JSON values (context, an operator's output): plain JSON only (dicts with text keys,
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -111,20 +113,40 @@ def _unicode(value: str, field: str) -> None:
         ) from None
 
 
+_NOT_IN_ID = (
+    "\x00-\x1f\x7f-\xa0\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u1680"
+    "\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ue000-\uf8ff\ufeff"
+    "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000f0000-\U0010ffff"
+)
+"""Every control (Cc), format (Cf), separator (Zs, Zl, Zp) and private-use (Co) character of
+Unicode 14, and the space: what an id may not hold (but the space between words). Surrogates
+(Cs) are refused before, as in any text; one class serves :func:`identifier` and schemas."""
+ID_PATTERN = f"^[^ {_NOT_IN_ID}](?:[^{_NOT_IN_ID}]*[^ {_NOT_IN_ID}])?$"
+"""The id rule as a regular expression, for schemas (OpenAPI): Python's ``re`` and the Rust
+regex of pydantic-core read it the same way."""
+_BAD_IN_ID = re.compile(f"[{_NOT_IN_ID}]")
+
+
 def identifier(value: object, field: str) -> str:
-    """An id (user, session, task, key...): 1-200 printable characters, no outer space."""
+    """An id (user, session, task, key...): 1-200 characters, none of them a control,
+    format, separator or private-use character but the space between words; none at either
+    end. Letters of any script, digits, punctuation and symbols (emoji) are ids."""
     if not isinstance(value, str):
         raise InvalidInput(field, f"must be text (str), not {_kind(value)}")
     if not value:
         raise InvalidInput(field, "must not be empty")
     if len(value) > MAX_ID:
         raise InvalidInput(field, f"is {len(value):,} characters long; at most {MAX_ID} for an id")
-    if not value.isprintable():
-        at, bad = next((i, ch) for i, ch in enumerate(value) if not ch.isprintable())
+    bad = _BAD_IN_ID.search(value.replace(" ", "x"))
+    if bad is not None:
         raise InvalidInput(
-            field, f"contains a character an id may not have ({_char(bad)}) at position {at}"
+            field,
+            f"contains a character an id may not have ({_char(bad.group())}) "
+            f"at position {bad.start()}",
         )
-    if value != value.strip():
+    _unicode(value, field)  # a lone surrogate
+    if value != value.strip(" "):
         raise InvalidInput(field, "starts or ends with a space")
     return value
 

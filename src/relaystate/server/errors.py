@@ -5,11 +5,13 @@ store is away, and 500 only for a bug (logged with its traceback, shown without 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import (
@@ -63,6 +65,44 @@ _HTTP_CODES = {
 }
 
 
+_MEANING = {
+    400: "The body is not valid JSON, or the request is malformed",
+    401: "No API key, or an unknown or revoked one",
+    403: "Only an operator (an admin key) may do this",
+    404: "No such Session, Task or Action for this key",
+    409: "The Task or Session changed meanwhile, or the request conflicts with its state",
+    410: "That part of the Task's history was compacted away",
+    413: "The body is too large",
+    422: "A field is missing, of the wrong type or out of range",
+    429: "Too many requests for this key; see Retry-After",
+    503: "The store is away; see Retry-After",
+}
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    """The body of every error answer."""
+
+    error: ErrorDetail
+
+
+def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of these error statuses: all the same JSON body."""
+    return {s: {"model": ErrorOut, "description": _MEANING[s]} for s in statuses}
+
+
+EVERY_CALL = documented(400, 401, 422, 429, 503)
+"""What any authenticated endpoint may answer besides its success."""
+BY_ID = documented(404)
+WRITES = documented(409, 413)
+REPLAYS = documented(410)
+OPERATORS = documented(403)
+
+
 class ApiError(Exception):
     """A refusal the server decides itself (no key, too many requests, a body too large)."""
 
@@ -90,6 +130,17 @@ def status_of(exc: Exception) -> tuple[int, str]:
     return 500, "internal"
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method the API documents for this path: Starlette's 405 names only the first
+    route's (``GET`` for a path that also takes ``POST`` in another route)."""
+    path = request.url.path
+    found: set[str] = set()
+    for template, methods in request.app.openapi().get("paths", {}).items():
+        if re.fullmatch(re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(template)), path):
+            found.update(m.upper() for m in methods)
+    return sorted(found)
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that turn every exception into a JSON error response."""
 
@@ -113,9 +164,12 @@ def install(app: FastAPI) -> None:
         return response(422, "invalid_input", f"{where}: {first.get('msg', 'invalid')}")
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _HTTP_CODES.get(exc.status_code, "error")
-        return response(exc.status_code, code, str(exc.detail), **(exc.headers or {}))
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(request))
+        return response(exc.status_code, code, str(exc.detail), **headers)
 
     @app.exception_handler(Exception)
     async def _other(request: Request, exc: Exception) -> JSONResponse:

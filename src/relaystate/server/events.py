@@ -19,9 +19,10 @@ from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 
 from ..views import state_view, to_json
+from .errors import BY_ID, EVERY_CALL
 from .routes import Caller, Id, authorise, bearer, server
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", responses=EVERY_CALL)
 POLL = 0.5
 """Seconds between two looks at the task."""
 KEEPALIVE = 15.0
@@ -40,7 +41,7 @@ def _caller(
 @router.get(
     "/tasks/{task_id}/events",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}}},
+    responses={200: {"content": {"text/event-stream": {}}}, **BY_ID},
 )
 def task_events(
     request: Request, task_id: Id, who: Annotated[Caller, Depends(_caller)]

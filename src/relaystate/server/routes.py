@@ -13,16 +13,17 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from ..errors import NotFound
+from ..inputs import ID_PATTERN, MAX_ID
 from ..model import OPEN_TASK_STATUSES, ApiKey, TaskStatus
 from ..scope import Scope
 from ..views import action_view, history_view, state_view, task_view
 from . import keys
-from .errors import ApiError
+from .errors import BY_ID, EVERY_CALL, OPERATORS, REPLAYS, WRITES, ApiError
 from .limits import retry_after
 from .state import ServerState
 
 bearer = HTTPBearer(auto_error=False, description="An API key: `relaystate users create NAME`")
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", responses=EVERY_CALL)
 
 Language = Literal["en", "zh"]
 TaskFilter = Literal[
@@ -98,7 +99,13 @@ class NewSession(_Body):
 class Say(_Body):
     text: StrictStr = Field(min_length=1, description="What the user says")
     language: Language | None = None
-    task_id: StrictStr | None = Field(None, description="Send the turn to this Task")
+    task_id: StrictStr | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_ID,
+        pattern=ID_PATTERN,
+        description="Send the turn to this Task",
+    )
 
 
 class Confirmation(_Body):
@@ -148,7 +155,15 @@ class HistoryOut(BaseModel):
 
 
 Limit = Annotated[int, Query(ge=1, le=1000)]
-Id = Annotated[str, Field(min_length=1, max_length=200)]
+Id = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_ID,
+        pattern=ID_PATTERN,
+        description="An id: printable characters, no space at either end",
+    ),
+]
 
 
 # -- endpoints ----------------------------------------------------------------------------------
@@ -157,7 +172,7 @@ def me(who: Who) -> Me:
     return Me(user_id=who.key.user_id, admin=who.key.admin, key_id=who.key.id)
 
 
-@router.post("/sessions", status_code=201, response_model=SessionOut)
+@router.post("/sessions", status_code=201, response_model=SessionOut, responses=WRITES)
 def new_session(request: Request, who: Who, body: NewSession | None = None) -> SessionOut:
     session = server(request).runtime.open_session(
         who.acts, language=body.language if body else None
@@ -165,12 +180,12 @@ def new_session(request: Request, who: Who, body: NewSession | None = None) -> S
     return SessionOut(session=session.to_dict())
 
 
-@router.get("/sessions/{session_id}", response_model=SessionOut)
+@router.get("/sessions/{session_id}", response_model=SessionOut, responses=BY_ID)
 def get_session(request: Request, who: Who, session_id: Id) -> SessionOut:
     return SessionOut(session=server(request).runtime.session(who.reads, session_id).to_dict())
 
 
-@router.get("/sessions/{session_id}/messages", response_model=MessagesOut)
+@router.get("/sessions/{session_id}/messages", response_model=MessagesOut, responses=BY_ID)
 def get_messages(
     request: Request,
     who: Who,
@@ -188,7 +203,7 @@ def get_messages(
     )
 
 
-@router.post("/sessions/{session_id}/messages", response_model=TurnOut)
+@router.post("/sessions/{session_id}/messages", response_model=TurnOut, responses=BY_ID | WRITES)
 def say(request: Request, who: Who, session_id: Id, body: Say) -> TurnOut:
     state = server(request)
     started = time.perf_counter()
@@ -217,25 +232,25 @@ def list_tasks(
     return TasksOut(tasks=[task_view(t) for t in found])
 
 
-@router.get("/tasks/{task_id}", response_model=TaskOut)
+@router.get("/tasks/{task_id}", response_model=TaskOut, responses=BY_ID)
 def get_task(request: Request, who: Who, task_id: Id) -> TaskOut:
     return TaskOut(task=state_view(server(request).runtime.task(who.reads, task_id)))
 
 
-@router.get("/tasks/{task_id}/actions", response_model=ActionsOut)
+@router.get("/tasks/{task_id}/actions", response_model=ActionsOut, responses=BY_ID)
 def get_actions(request: Request, who: Who, task_id: Id) -> ActionsOut:
     state = server(request).runtime.task(who.reads, task_id)
     return ActionsOut(actions=[action_view(a) for a in state.actions])
 
 
-@router.get("/tasks/{task_id}/history", response_model=HistoryOut)
+@router.get("/tasks/{task_id}/history", response_model=HistoryOut, responses=BY_ID | REPLAYS)
 def get_history(request: Request, who: Who, task_id: Id) -> HistoryOut:
     baseline, entries = server(request).runtime.history(who.reads, task_id)
     found = history_view(baseline, entries)
     return HistoryOut(baseline=found["baseline"], entries=found["entries"])
 
 
-@router.get("/tasks/{task_id}/state", response_model=TaskOut)
+@router.get("/tasks/{task_id}/state", response_model=TaskOut, responses=BY_ID | REPLAYS)
 def get_state_at(
     request: Request,
     who: Who,
@@ -249,24 +264,26 @@ def get_state_at(
     return TaskOut(task=state_view(rt.replay(who.reads, task_id, at)))
 
 
-@router.post("/tasks/{task_id}/resume", response_model=TaskOut)
+@router.post("/tasks/{task_id}/resume", response_model=TaskOut, responses=BY_ID | WRITES)
 def resume(request: Request, who: Who, task_id: Id) -> TaskOut:
     done = server(request).runtime.resume(who.reads, task_id)
     return TaskOut(task=state_view(done.state))
 
 
-@router.post("/tasks/{task_id}/cancel", response_model=TaskOut)
+@router.post("/tasks/{task_id}/cancel", response_model=TaskOut, responses=BY_ID | WRITES)
 def cancel(request: Request, who: Who, task_id: Id) -> TaskOut:
     return TaskOut(task=state_view(server(request).runtime.cancel(who.acts, task_id)))
 
 
-@router.post("/tasks/{task_id}/confirm", response_model=TaskOut)
+@router.post("/tasks/{task_id}/confirm", response_model=TaskOut, responses=BY_ID | WRITES)
 def confirm(request: Request, who: Who, task_id: Id, body: Confirmation) -> TaskOut:
     state = server(request).runtime.confirm(who.acts, task_id, body.yes, seen=body.version)
     return TaskOut(task=state_view(state))
 
 
-@router.post("/actions/{action_id}/resolve", response_model=TaskOut)
+@router.post(
+    "/actions/{action_id}/resolve", response_model=TaskOut, responses=BY_ID | WRITES | OPERATORS
+)
 def resolve(request: Request, who: Who, action_id: Id, body: Resolution) -> TaskOut:
     rt = server(request).runtime
     action = rt.action(who.reads, action_id)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -29,7 +29,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
-from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import (
     DuplicateKey,
@@ -55,15 +54,12 @@ from ..model import (
 )
 from ..scope import Scope
 from . import schema
+from .pg_connections import Conn, Connections
 from .roles import DURABLE, ONE_READ_TURN, SHARED, Backend, Commit, SchemaAdmin
 
 DEFAULT_POOL_SIZE = 10
 _MIGRATION_LOCK = 0x72656C6179737461  # "relaysta": the advisory lock of schema changes
-WAIT_FOR_CONNECTION = 10.0
-"""Seconds a call waits for a connection while the server is unreachable, then fails."""
 _RETRIES = 5  # a deadlock or serialization failure rolls back the statement: run it again
-
-Conn = psycopg.Connection[tuple[Any, ...]]
 
 
 def _conninfo(url: str) -> tuple[str, int]:
@@ -105,37 +101,11 @@ class PostgresStore(Backend, SchemaAdmin):
         with first:
             if migrate:
                 schema.upgrade(_Schema(first, self._where))
-        self._pool: ConnectionPool[Conn] = ConnectionPool(
-            conninfo,
-            min_size=1,
-            max_size=pool_size,
-            kwargs={"autocommit": True},
-            open=True,
-            name="relaystate",
-            # a connection is checked before it is handed out: after the server restarted,
-            # the first call gets a new connection instead of a dead one
-            check=ConnectionPool.check_connection,
-            timeout=WAIT_FOR_CONNECTION,
-        )
+        self._connections = Connections(conninfo, self._where, pool_size)
 
     # -- plumbing --------------------------------------------------------------------
-    @contextmanager
-    def _conn(self) -> Iterator[Conn]:
-        """A pooled connection; the server being down or gone is StoreUnavailable (what was
-        being written is not committed, unless the server went away during its COMMIT)."""
-        try:
-            with self._pool.connection() as conn:
-                yield conn
-        except PoolTimeout:
-            raise StoreUnavailable(
-                f"{self._where} did not answer within {WAIT_FOR_CONNECTION:g} s: "
-                "is the database server running?"
-            ) from None
-        except psycopg.OperationalError as exc:
-            if not _server_gone(exc):
-                raise  # a deadlock, a serialisation failure...: handled by the caller
-            reason = " ".join(str(exc).split()) or type(exc).__name__
-            raise StoreUnavailable(f"{self._where} stopped answering: {reason}") from None
+    def _conn(self) -> AbstractContextManager[Conn]:
+        return self._connections.connection()
 
     def _rows(self, sql: str, args: Sequence[object] | dict[str, object] = ()) -> list[Any]:
         with self._conn() as conn:
@@ -548,7 +518,7 @@ class PostgresStore(Backend, SchemaAdmin):
         return frozenset(str(r[0]) for r in rows)
 
     def close(self) -> None:
-        self._pool.close()
+        self._connections.close()
 
 
 # -- the commit statement, in parts --------------------------------------------------------
@@ -627,13 +597,6 @@ _READ_TURN = """SELECT s.data, (
 
 
 _KEY_COLUMNS = "id, user_id, name, admin, key_hash, created_at, revoked_at"
-
-
-def _server_gone(exc: psycopg.OperationalError) -> bool:
-    """A lost or refused connection (no SQLSTATE, class 08, or the server shutting down),
-    as opposed to an error of the statement itself."""
-    state = exc.sqlstate
-    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
 def _owner(scope: Scope) -> dict[str, object]:
