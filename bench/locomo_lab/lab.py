@@ -43,6 +43,55 @@ TIME_T = re.compile(
     r"january|february|march|april|may|june|july|august|september|october|november|december|"
     r"\d{4})\b", re.I)
 RRF_K = 60
+MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december"]
+_MON = "|".join(MONTHS)
+DATE_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MON}),?\s+(\d{{4}})\b", re.I)
+DATE_MDY = re.compile(rf"\b({_MON})\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+DATE_MY = re.compile(rf"\b({_MON}),?\s+(\d{{4}})\b", re.I)
+DATE_M = re.compile(rf"\b({_MON})\b", re.I)
+DATE_Y = re.compile(r"\b((?:19|20)\d\d)\b")
+
+
+def parse_session_date(s):
+    """'1:56 pm on 8 May, 2023' -> datetime.date"""
+    import datetime
+    m = DATE_DMY.search(s)
+    return datetime.date(int(m.group(3)), MONTHS.index(m.group(2).lower()) + 1, int(m.group(1)))
+
+
+def question_dates(q):
+    """A date constraint named in the question -> (predicate on a date, words to drop)."""
+    import datetime
+    m = DATE_DMY.search(q) or DATE_MDY.search(q)
+    if m:
+        g = m.groups()
+        if g[0].isdigit():
+            d, mo, y = int(g[0]), g[1], int(g[2])
+        else:
+            mo, d, y = g[0], int(g[1]), int(g[2])
+        try:
+            day = datetime.date(y, MONTHS.index(mo.lower()) + 1, d)
+        except ValueError:
+            return None, set()
+        return ((lambda x: 0 <= (x - day).days <= 1), {mo.lower(), str(y), str(d)})
+    m = DATE_MY.search(q)
+    if m:
+        mi, y = MONTHS.index(m.group(1).lower()) + 1, int(m.group(2))
+        return ((lambda x: (x.year, x.month) == (y, mi) or
+                 (x.year * 12 + x.month == y * 12 + mi + 1 and x.day <= 14)),
+                {m.group(1).lower(), str(y)})
+    m = DATE_M.search(q)
+    if m and not re.search(r"\bmay\s+(i|you|we|he|she|they|it|be)\b", q, re.I):
+        mi = MONTHS.index(m.group(1).lower()) + 1
+        return ((lambda x: x.month == mi or (x.month == mi % 12 + 1 and x.day <= 14)),
+                {m.group(1).lower()})
+    m = DATE_Y.search(q)
+    if m:
+        y = int(m.group(1))
+        return (lambda x: x.year == y or (x.year == y + 1 and x.month == 1 and x.day <= 14)), \
+            {m.group(1)}
+    return None, set()
 
 
 def words(text):
@@ -110,6 +159,7 @@ class Index:
             win.append((t.pos, " ".join(parts)))
         self.db.executemany("INSERT INTO w(rowid, body) VALUES (?, ?)", win)
         self.bodies = bodies
+        self.sdate = [parse_session_date(conv.dates[s]) for s in self.sess_ids]
         self.is_time = np.array([bool(TIME_T.search(t.text)) for t in self.turns])
         self.spk = np.array([t.speaker.lower() for t in self.turns])
         self.V = None
@@ -150,8 +200,14 @@ def rrf(r, w):
 
 def retrieve(ix, q, qvec, cfg):
     """Ranked turn positions for question text q under config cfg (a dict)."""
-    named = [s for s in ix.speakers if s in words(q)]
+    qwords = {w.split("'")[0] for w in words(q)}
+    named = [s for s in ix.speakers if s in qwords]
     drop = set(named) if cfg.get("spk", 0) else set()
+    datep = None
+    if cfg.get("date", 0):
+        datep, dwords = question_dates(q)
+        if datep:
+            drop |= dwords
     terms = query_terms(q, drop)
     total = np.zeros(ix.n)
     kw = ix.fts("t", terms)
@@ -162,13 +218,15 @@ def retrieve(ix, q, qvec, cfg):
     if ix.V is not None and cfg.get("e5", 0):
         esim = ix.V @ qvec
         total += rrf(ranks(esim, np.ones(ix.n, bool)), cfg["e5"])
+    ss = None
     if cfg.get("sess", 0) or cfg.get("sess_e5", 0):
         ss = np.zeros(len(ix.sess_ids))
         if cfg.get("sess", 0):
             ss += rrf(ranks(ix.fts("s", terms)), cfg["sess"])
         if cfg.get("sess_e5", 0) and ix.V is not None:
             ss += rrf(ranks(ix.C @ qvec, np.ones(len(ss), bool)), cfg["sess_e5"])
-        total += ss[ix.sess_of]
+        if cfg.get("sess_inherit", 1.0):
+            total += cfg.get("sess_inherit", 1.0) * ss[ix.sess_of]
     if cfg.get("prf", 0):
         top = np.argsort(-total, kind="stable")[:cfg.get("prf_docs", 5)]
         tf = Counter()
@@ -181,8 +239,21 @@ def retrieve(ix, q, qvec, cfg):
             total += rrf(ranks(ix.fts("t", terms + exp)), cfg["prf"])
     if cfg.get("spk", 0) and len(named) == 1:
         total *= np.where(ix.spk == named[0], 1.0 + cfg["spk"], 1.0)
+    if datep:
+        ok = np.array([datep(ix.sdate[j]) for j in range(len(ix.sess_ids))])
+        total *= np.where(ok[ix.sess_of], 1.0 + cfg["date"], 1.0)
     if cfg.get("time", 0) and TIME_Q.search(q):
         total *= np.where(ix.is_time, 1.0 + cfg["time"], 1.0)
+    if cfg.get("sbest", 0) and ss is not None:
+        # the best turn of each session, ranked by its session's score: one link per session
+        best = {}
+        for i in np.argsort(-total, kind="stable"):
+            best.setdefault(int(ix.sess_of[i]), int(i))
+        srank = np.argsort(-ss, kind="stable")
+        extra = np.zeros(ix.n)
+        for r, j in enumerate(srank[:cfg.get("sbest_n", 10)]):
+            extra[best[int(j)]] = rrf(r + 1, cfg["sbest"])
+        total = total + extra
     order = np.argsort(-total, kind="stable")
     div = cfg.get("div", 0)
     if div:
@@ -210,6 +281,14 @@ METHODS = {
     "fts_e5_prf": {**BASE, "prf": 1.0},
     "fts_e5_div": {**BASE, "div": 2.0},
     "combo": {**BASE, "spk": 0.5, "win": 1.0, "sess": 1.0, "sess_e5": 1.0, "time": 0.3},
+    "combo_sbest": {**BASE, "spk": 0.5, "win": 1.0, "sess": 1.0, "sess_e5": 1.0, "time": 0.3,
+                    "sbest": 1.0},
+    "combo_sbest2": {**BASE, "spk": 0.5, "win": 1.0, "sess": 1.0, "sess_e5": 1.0, "time": 0.3,
+                     "sbest": 2.0},
+    "combo_sbest_noinh": {**BASE, "spk": 0.5, "win": 1.0, "sess": 1.0, "sess_e5": 1.0,
+                          "time": 0.3, "sbest": 2.0, "sess_inherit": 0.0},
+    "combo_date": {**BASE, "spk": 0.5, "win": 1.0, "sess": 1.0, "sess_e5": 1.0, "time": 0.3,
+                   "date": 0.5},
     "combo_nosess": {**BASE, "spk": 0.5, "win": 1.0, "time": 0.3},
     "combo_prf": {**BASE, "spk": 0.5, "win": 1.0, "sess": 1.0, "sess_e5": 1.0, "time": 0.3,
                   "prf": 1.0},
