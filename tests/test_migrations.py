@@ -411,8 +411,9 @@ def test_postgres_pool_size_is_ours_and_checked(postgres_url: str) -> None:
 
     store = open_store(postgres_url + "?pool_size=3&application_name=relaystate-test")
     try:
-        assert isinstance(store, PostgresStore) and store._pool.max_size == 3
-        with store._pool.connection() as conn:  # libpq's own options still reach the server
+        assert isinstance(store, PostgresStore)
+        assert store._connections._pool.max_size == 3
+        with store._conn() as conn:  # libpq's own options still reach the server
             row = conn.execute("SELECT current_setting('application_name')").fetchone()
         assert row == ("relaystate-test",)
     finally:

@@ -471,3 +471,22 @@ class ApiKey:
     @property
     def active(self) -> bool:
         return self.revoked_at is None
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """One thing long-term memory holds for a user in a namespace: a turn, a document, a
+    note. ``id`` is the caller's own (kept as given, unique per user and namespace); ``time``
+    is when it was said or happened (what "when did..." and time filters read), not when it
+    was stored (``added_at``). ``cites`` names the items a derived one (a summary) covers."""
+
+    id: str
+    user_id: str
+    namespace: str
+    text: str
+    time: datetime | None = None
+    source: str | None = None
+    task_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    cites: tuple[str, ...] = ()
+    added_at: datetime | None = None

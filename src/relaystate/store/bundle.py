@@ -18,6 +18,7 @@ from .roles import (
     Commit,
     Coordination,
     Identities,
+    Memories,
     SchemaAdmin,
     SessionStore,
     TaskStore,
@@ -26,7 +27,7 @@ from .roles import (
 
 class Stores:
     """One object per role: ``tasks``, ``sessions``, ``coordination``, ``identities`` (the
-    HTTP API's keys) and ``schema``."""
+    HTTP API's keys), ``memories`` (long-term memory) and ``schema``."""
 
     def __init__(
         self,
@@ -35,12 +36,14 @@ class Stores:
         coordination: Coordination,
         schema: SchemaAdmin | None = None,
         identities: Identities | None = None,
+        memories: Memories | None = None,
     ) -> None:
         self.tasks = tasks
         self.sessions = sessions
         self.coordination = coordination
         self.schema = schema
         self.identities = identities
+        self.memories = memories
         self.url = tasks.url
         # The commit can carry the turn's session and messages when they live in the same
         # database as the task (directly, or behind a cache of that database).
@@ -53,7 +56,8 @@ class Stores:
         if not isinstance(backend, Backend):
             raise StoreURLError(f"{type(backend).__name__} cannot hold tasks and sessions")
         schema = backend if isinstance(backend, SchemaAdmin) else None
-        return cls(backend, sessions or backend, backend, schema, backend)
+        memories = getattr(backend, "memories", None)
+        return cls(backend, sessions or backend, backend, schema, backend, memories)
 
     def commit(self, commit: Commit) -> None:
         """The task change, then what its turn said: one transaction where one database

@@ -7,7 +7,7 @@ state, exactly as with a database. One lock makes every commit atomic.
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -28,6 +28,7 @@ from ..model import (
 )
 from ..scope import Scope
 from .roles import ONE_READ_TURN, Backend, Commit
+from .sqlite_memory import SQLiteMemories, private_memories
 
 Row = dict[str, object]
 
@@ -48,6 +49,21 @@ class InMemoryStore(Backend):
         self._workers: dict[str, tuple[WorkerInfo, datetime | None]] = {}
         self._claims: dict[str, tuple[str, datetime]] = {}
         self._keys_by_id: dict[str, ApiKey] = {}
+        self._memories: tuple[SQLiteMemories, Callable[[], None]] | None = None
+
+    @property
+    def memories(self) -> SQLiteMemories:
+        """Long-term memory in a private in-memory SQLite database, made on first use."""
+        with self._lock:
+            if self._memories is None:
+                self._memories = private_memories()
+            return self._memories[0]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._memories is not None:
+                self._memories[1]()
+                self._memories = None
 
     # -- tasks, actions, journal -------------------------------------------------------
     def commit(self, commit: Commit) -> None:

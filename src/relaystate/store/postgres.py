@@ -55,6 +55,7 @@ from ..model import (
 from ..scope import Scope
 from . import schema
 from .pg_connections import Conn, Connections
+from .pg_memory import PostgresMemories
 from .roles import DURABLE, ONE_READ_TURN, SHARED, Backend, Commit, SchemaAdmin
 
 DEFAULT_POOL_SIZE = 10
@@ -516,6 +517,11 @@ class PostgresStore(Backend, SchemaAdmin):
             "SELECT id FROM workers WHERE stopped_at IS NOT NULL AND id = ANY(%s)", (ids,)
         )
         return frozenset(str(r[0]) for r in rows)
+
+    @property
+    def memories(self) -> PostgresMemories:
+        """Long-term memory in this database (its own tables, the same connections)."""
+        return PostgresMemories(self._conn)
 
     def close(self) -> None:
         self._connections.close()

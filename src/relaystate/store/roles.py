@@ -7,6 +7,8 @@
 ``Coordination``   recovery claims and the worker registry (later: the work queue)
 ``SchemaAdmin``    the database schema's version and its upgrades (SQL backends)
 ``Identities``     the HTTP API's keys (hashed), by user
+``Memories``       long-term memory: items per user and namespace, their full-text index
+                   and their vectors (one per embedder)
 =================  =====================================================================
 
 A backend subclasses the roles it plays; :class:`~relaystate.store.bundle.Stores` binds one
@@ -31,6 +33,7 @@ from ..model import (
     Action,
     ApiKey,
     JournalEntry,
+    MemoryItem,
     Message,
     Session,
     Snapshot,
@@ -258,6 +261,72 @@ class Identities(_Closable, ABC):
         self, *, at: datetime, key_id: str | None = None, user_id: str | None = None
     ) -> int:
         """Revoke one key, or every key of a user; how many were active."""
+
+
+@dataclass(frozen=True)
+class MemoryFilter:
+    """Which items a search may return, beside its user and namespace: ``time`` in
+    [since, until), one of ``sources``, one of ``task_ids``."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    sources: tuple[str, ...] = ()
+    task_ids: tuple[str, ...] = ()
+
+
+class Memories(_Closable, ABC):
+    """Long-term memory. Every call names its user: one user's items are invisible to
+    another's calls, whatever the namespace."""
+
+    @abstractmethod
+    def put_memories(self, items: Sequence[MemoryItem], *, at: datetime) -> int:
+        """Add or replace items (by user, namespace and id) in one transaction; a replaced
+        item loses its vectors. Returns how many were written."""
+
+    @abstractmethod
+    def get_memories(self, user_id: str, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
+        """The items of these ids that exist, in the order asked."""
+
+    @abstractmethod
+    def count_memories(self, user_id: str, namespace: str) -> int:
+        """How many items the namespace holds."""
+
+    @abstractmethod
+    def search_words(
+        self,
+        user_id: str,
+        namespace: str,
+        terms: Sequence[str],
+        *,
+        k: int,
+        where: MemoryFilter | None = None,
+    ) -> list[tuple[str, float]]:
+        """The ``k`` items that match any of ``terms`` best (full-text rank, higher is
+        better), as (id, score)."""
+
+    @abstractmethod
+    def put_vectors(
+        self, user_id: str, namespace: str, embedder: str, vectors: Sequence[tuple[str, bytes]]
+    ) -> None:
+        """Store items' vectors (float32, little-endian) made by ``embedder``."""
+
+    @abstractmethod
+    def load_vectors(
+        self, user_id: str, namespace: str, embedder: str, where: MemoryFilter | None = None
+    ) -> list[tuple[str, bytes]]:
+        """Every vector of the namespace made by ``embedder`` (of the items ``where``
+        admits), as (id, float32 bytes)."""
+
+    @abstractmethod
+    def unembedded(
+        self, user_id: str, namespace: str, embedder: str, *, limit: int
+    ) -> list[MemoryItem]:
+        """Items that have no vector of ``embedder`` yet, oldest first."""
+
+    @abstractmethod
+    def memory_generation(self, user_id: str, namespace: str) -> int:
+        """A number that changes whenever the namespace's items or vectors do (what a
+        process-local cache of its vectors is keyed on)."""
 
 
 class Backend(TaskStore, SessionStore, Coordination, Identities):

@@ -38,6 +38,7 @@ from ..scope import Scope
 from . import schema
 from .roles import DURABLE, SHARED, Backend, Commit, SchemaAdmin
 from .sqlite_files import check_tables, finish, rollback, translated
+from .sqlite_memory import SQLiteMemories
 
 
 def _dumps(value: object) -> str:
@@ -478,6 +479,11 @@ class SQLiteStore(Backend, SchemaAdmin):
             f"SELECT id FROM workers WHERE stopped_at IS NOT NULL AND id IN ({marks})", ids
         )
         return frozenset(str(r[0]) for r in rows)
+
+    @property
+    def memories(self) -> SQLiteMemories:
+        """Long-term memory in this file (its own tables, the same connection and lock)."""
+        return SQLiteMemories(self._tx, self._read)
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,1 @@
+"""Agent memory: working, long-term, graph, summaries, embeddings, context"""

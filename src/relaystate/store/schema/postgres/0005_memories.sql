@@ -1,0 +1,29 @@
+-- Long-term memory: items per user and namespace with their full-text words (CJK runs as
+-- bigrams, English stemmed), and their vectors (one per embedder). ``n`` links the two.
+CREATE TABLE memories (
+    n BIGSERIAL PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    at TIMESTAMPTZ,
+    source TEXT,
+    task_id TEXT,
+    data JSONB NOT NULL,
+    words TSVECTOR NOT NULL,
+    UNIQUE (user_id, namespace, id)
+);
+CREATE INDEX memories_words ON memories USING GIN (words);
+CREATE INDEX memories_by_time ON memories (user_id, namespace, at);
+CREATE TABLE memory_vectors (
+    n BIGINT NOT NULL REFERENCES memories (n) ON DELETE CASCADE,
+    embedder TEXT NOT NULL,
+    vector BYTEA NOT NULL,
+    PRIMARY KEY (embedder, n)
+);
+CREATE TABLE memory_generations (
+    user_id TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    generation BIGINT NOT NULL,
+    PRIMARY KEY (user_id, namespace)
+);

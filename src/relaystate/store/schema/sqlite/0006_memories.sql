@@ -1,0 +1,32 @@
+-- Long-term memory: items per user and namespace, a full-text index of their words, and
+-- their vectors (one per embedder). ``n`` links the three; ``id`` is the caller's own.
+CREATE TABLE memories (
+    n INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    at TEXT,
+    source TEXT,
+    task_id TEXT,
+    data TEXT NOT NULL,
+    UNIQUE (user_id, namespace, id)
+);
+CREATE INDEX memories_by_time ON memories (user_id, namespace, at);
+-- ``owner`` is one token per (user, namespace): a search matches it AND its words, so it
+-- ranks only that namespace's items. ``words`` is the text with CJK runs as bigrams.
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    owner, words, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TABLE memory_vectors (
+    n INTEGER NOT NULL REFERENCES memories (n) ON DELETE CASCADE,
+    embedder TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (embedder, n)
+) WITHOUT ROWID;
+CREATE TABLE memory_generations (
+    user_id TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    PRIMARY KEY (user_id, namespace)
+) WITHOUT ROWID;

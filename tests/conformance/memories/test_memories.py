@@ -1,0 +1,137 @@
+"""The memory role: items per user and namespace, found by their words (English and
+Chinese), filtered, with vectors per embedder; one user never sees another's."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+
+from relaystate.memory.terms import query_terms
+from relaystate.model import MemoryItem
+from relaystate.store import Memories
+from relaystate.store.roles import MemoryFilter
+
+from ..support import T0
+
+
+def item(
+    item_id: str, text: str, *, user: str = "alice", ns: str = "chat", days: int = 0, **kw: object
+) -> MemoryItem:
+    return MemoryItem(item_id, user, ns, text, T0 + timedelta(days=days), **kw)  # type: ignore[arg-type]
+
+
+def words(
+    memories: Memories, query: str, *, user: str = "alice", k: int = 10, **kw: object
+) -> list[str]:
+    where = MemoryFilter(**kw) if kw else None  # type: ignore[arg-type]
+    return [i for i, _ in memories.search_words(user, "chat", query_terms(query), k=k, where=where)]
+
+
+def test_items_are_stored_read_back_and_replaced_by_id(memories: Memories) -> None:
+    first = item("t1", "Caroline went to a support group", source="turn", metadata={"s": 1})
+    assert memories.put_memories([first, item("t2", "Melanie paints")], at=T0) == 2
+    [got] = memories.get_memories("alice", "chat", ["t1"])
+    assert (got.id, got.text, got.source, got.metadata, got.time) == (
+        "t1",
+        first.text,
+        "turn",
+        {"s": 1},
+        first.time,
+    )
+    assert got.added_at == T0
+    assert [m.id for m in memories.get_memories("alice", "chat", ["t2", "nope", "t1"])] == [
+        "t2",
+        "t1",
+    ]
+    memories.put_memories([item("t1", "Caroline moved to Sweden", cites=("t2",))], at=T0)
+    assert memories.count_memories("alice", "chat") == 2
+    [again] = memories.get_memories("alice", "chat", ["t1"])
+    assert again.text == "Caroline moved to Sweden" and again.cites == ("t2",)
+    assert words(memories, "support group") == []  # the old words left the index
+    assert words(memories, "Sweden") == ["t1"]
+
+
+def test_search_ranks_by_words_and_stems(memories: Memories) -> None:
+    memories.put_memories(
+        [
+            item("a", "We adopted a puppy last week"),
+            item("b", "The puppy loves painting sessions with Melanie"),
+            item("c", "Melanie painted a sunset by the lake"),
+            item("d", "Nothing to see here"),
+        ],
+        at=T0,
+    )
+    found = words(memories, "What did Melanie paint at the lake?")
+    assert found[0] == "c" and "d" not in found  # most words; "paint" finds "painted"
+    assert set(found) == {"b", "c"}
+    assert words(memories, "puppy", k=1) in (["a"], ["b"])
+    assert words(memories, "the of and") == []  # stop words only: nothing to look for
+
+
+def test_chinese_is_found_inside_a_sentence(memories: Memories) -> None:
+    memories.put_memories(
+        [
+            item("z1", "我下个月想去北京看长城"),
+            item("z2", "上海的天气很热"),
+            item("z3", "book a flight to Beijing"),
+        ],
+        at=T0,
+    )
+    assert words(memories, "北京")[0] == "z1"
+    assert words(memories, "长城在哪里") == ["z1"]
+    assert words(memories, "上海天气")[0] == "z2"
+
+
+def test_one_user_or_namespace_never_sees_another(memories: Memories) -> None:
+    memories.put_memories(
+        [
+            item("x", "alice's secret recipe"),
+            item("x", "bob's secret recipe", user="bob"),
+            item("y", "alice's work recipe", ns="work"),
+        ],
+        at=T0,
+    )
+    assert words(memories, "secret recipe") == ["x"]
+    assert [m.text for m in memories.get_memories("alice", "chat", ["x"])] == [
+        "alice's secret recipe"
+    ]
+    assert [m.text for m in memories.get_memories("bob", "chat", ["x", "y"])] == [
+        "bob's secret recipe"
+    ]
+    assert words(memories, "recipe", user="carol") == []
+    assert (
+        memories.count_memories("alice", "work") == 1
+        and memories.count_memories("bob", "work") == 0
+    )
+
+
+def test_filters_by_time_source_and_task(memories: Memories) -> None:
+    memories.put_memories(
+        [
+            item("old", "trip to Paris", days=0, source="turn", task_id="t-1"),
+            item("mid", "trip to Paris again", days=5, source="doc"),
+            item("new", "trip to Paris once more", days=10, source="turn", task_id="t-2"),
+        ],
+        at=T0,
+    )
+    assert set(words(memories, "Paris", since=T0 + timedelta(days=1))) == {"mid", "new"}
+    assert set(words(memories, "Paris", until=T0 + timedelta(days=5))) == {"old"}
+    assert set(words(memories, "Paris", sources=("turn",))) == {"old", "new"}
+    assert words(memories, "Paris", task_ids=("t-2",)) == ["new"]
+
+
+def test_vectors_per_embedder_and_what_still_needs_one(memories: Memories) -> None:
+    memories.put_memories([item("a", "one"), item("b", "two"), item("c", "three")], at=T0)
+    before = memories.memory_generation("alice", "chat")
+    assert [m.id for m in memories.unembedded("alice", "chat", "e1", limit=10)] == ["a", "b", "c"]
+    va, vb = np.arange(4, dtype="<f4").tobytes(), np.ones(4, dtype="<f4").tobytes()
+    memories.put_vectors("alice", "chat", "e1", [("a", va), ("b", vb)])
+    assert memories.memory_generation("alice", "chat") != before
+    assert memories.load_vectors("alice", "chat", "e1") == [("a", va), ("b", vb)]
+    assert memories.load_vectors("alice", "chat", "e2") == []
+    assert memories.load_vectors("bob", "chat", "e1") == []
+    assert [m.id for m in memories.unembedded("alice", "chat", "e1", limit=10)] == ["c"]
+    memories.put_memories([item("a", "one, rewritten")], at=T0)  # its vector is stale: gone
+    assert [i for i, _ in memories.load_vectors("alice", "chat", "e1")] == ["b"]
+    assert {m.id for m in memories.unembedded("alice", "chat", "e1", limit=10)} == {"a", "c"}
