@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import demo, ops, schema, serve, talk, tasks
+from . import demo, memory, ops, schema, serve, talk, tasks
 
 __all__ = ["main", "parser"]
 
@@ -56,6 +56,7 @@ def parser() -> argparse.ArgumentParser:
     demo.register(commands)
     schema.register(commands)
     serve.register(commands)
+    memory.register(commands)
     return root
 
 

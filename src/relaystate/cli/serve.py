@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any
 
+from ..errors import InvalidInput
 from .options import Options, app_parser, scope_for, store_parser
 
 DEFAULT_PORT = 8700
@@ -24,6 +25,11 @@ def register(commands: Any) -> None:
     p.add_argument("--host", default="127.0.0.1", help="Address to listen on (127.0.0.1).")
     p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"Port ({DEFAULT_PORT}).")
     p.add_argument("--rate", type=float, default=20.0, help="Requests a second per API key (20).")
+    p.add_argument(
+        "--embedder",
+        help="Vectors of long-term memory: none, hash, e5 or openai:MODEL@BASE_URL "
+        "(default $RELAYSTATE_EMBEDDER, else hash).",
+    )
     p.set_defaults(run=serve)
 
     users = commands.add_parser("users", help="API keys of the HTTP server: create, revoke, list.")
@@ -54,13 +60,16 @@ def serve(ns: argparse.Namespace) -> None:
     from ..scope import Scope
     from ..server import create_app
     from ..server.keys import issue
+    from .memory import embedder
 
     opts = Options.parse(ns)
     with opts.runtime() as rt:
         _, secret = issue(
             rt, Scope.admin("serve"), DEMO_USER, name="serve", admin=False, now=rt.clock()
         )
-        app = create_app(rt, rate=ns.rate, burst=max(2 * ns.rate, 1.0))
+        app = create_app(
+            rt, rate=ns.rate, burst=max(2 * ns.rate, 1.0), embedder=embedder(ns.embedder)
+        )
         where = f"http://{ns.host}:{ns.port}/"
         print(f"relaystate: dashboard at {where}, API at {where}docs", flush=True)
         print(f"API key for the demo user '{DEMO_USER}': {secret}", flush=True)
@@ -101,7 +110,7 @@ def create(ns: argparse.Namespace) -> None:
 
 def revoke(ns: argparse.Namespace) -> None:
     if not ns.name and not ns.key:
-        raise ValueError("name a user, or --key KEY_ID")
+        raise InvalidInput("users revoke", "name a user, or --key KEY_ID")
     opts = Options.parse(ns)
     with opts.runtime(create=False, templates=False) as rt:
         count = rt.revoke_api_keys(scope_for(None), user_id=ns.name, key_id=ns.key)

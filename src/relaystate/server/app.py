@@ -23,9 +23,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..conversation import Conversation
 from ..errors import RelaystateError
+from ..memory.embed import Embedder
+from ..memory.longterm import LongTermMemory
 from ..runtime import Runtime
 from ..scope import Scope
-from . import errors, events, routes
+from . import errors, events, memory, routes
 from .limits import BodyLimit, RateLimiter, Receive, Send
 from .limits import Scope as AsgiScope
 from .metrics import Metrics
@@ -44,13 +46,19 @@ def create_app(
     burst: float = 40.0,
     recover_on_start: bool = True,
     max_body: int = MAX_BODY,
+    embedder: Embedder | None = None,
 ) -> FastAPI:
-    """The app over ``runtime`` (the caller keeps it open and closes it)."""
+    """The app over ``runtime`` (the caller keeps it open and closes it). ``embedder``
+    makes the vectors of long-term memory (none: keyword search only)."""
+    memories = runtime.stores.memories
     state = ServerState(
         runtime=runtime,
         conversation=Conversation(runtime),
         limiter=RateLimiter(rate=rate, burst=burst),
         metrics=Metrics(),
+        memory=None
+        if memories is None
+        else LongTermMemory(memories, clock=runtime.clock, embedder=embedder),
     )
 
     @asynccontextmanager
@@ -58,6 +66,7 @@ def create_app(
         if recover_on_start:
             threading.Thread(target=_recover, args=(state,), daemon=True).start()
         yield
+        state.close()
 
     app = FastAPI(
         title="relaystate",
@@ -70,6 +79,7 @@ def create_app(
     errors.install(app)
     app.include_router(routes.router)
     app.include_router(events.router)
+    app.include_router(memory.router)
     _health(app, state)
     _dashboard(app)
     app.add_middleware(_Counted, metrics=state.metrics)

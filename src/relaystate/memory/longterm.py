@@ -1,0 +1,270 @@
+"""Long-term memory: what a user's agents keep beyond a session, found again by words and
+by meaning.
+
+Keyword search is the store's full-text index (FTS5 or PostgreSQL's); vector search is a
+dot product over the namespace's vectors in this process (kept in a cache that the store's
+generation number invalidates); the two ranked lists are fused by reciprocal rank fusion,
+the keyword list weighted 2:1 (measured on LoCoMo: the fusion beats either alone, and
+keywords alone beat vectors alone). With no embedder, search is keyword search: nothing
+here needs a model.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+import numpy as np
+
+from .. import inputs
+from ..errors import InvalidInput, StoreURLError
+from ..model import MemoryItem
+from ..scope import Scope, checked
+from ..store.roles import Memories, MemoryFilter
+from .embed import Embedder
+from .terms import query_terms
+
+Mode = Literal["hybrid", "keyword", "vector"]
+MODES: tuple[Mode, ...] = ("hybrid", "keyword", "vector")
+RRF_K = 60
+"""Reciprocal rank fusion's constant: a hit at rank r adds weight / (RRF_K + r)."""
+KEYWORD_WEIGHT = 2.0
+VECTOR_WEIGHT = 1.0
+POOL = 50
+"""How deep each method's list goes before fusion (at least k)."""
+MAX_K = 1000
+BATCH = 500
+"""Items one transaction writes when many are added."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One item found: its fused score and its rank in each method's list (1 = first)."""
+
+    item: MemoryItem
+    score: float
+    ranks: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Vectors:
+    generation: int
+    ids: list[str]
+    matrix: np.ndarray
+
+
+class LongTermMemory:
+    """Add, embed and search a user's items in a namespace. Every call takes the caller's
+    scope: a user scope reaches its own items only; an admin scope must name the user."""
+
+    def __init__(
+        self,
+        memories: Memories | None,
+        *,
+        clock: Callable[[], datetime],
+        embedder: Embedder | None = None,
+    ) -> None:
+        if memories is None:
+            raise StoreURLError("this store keeps no long-term memory")
+        self.memories = memories
+        self.embedder = embedder
+        self.clock = clock
+        self._cache: dict[tuple[str, str, str], _Vectors] = {}
+        self._lock = threading.Lock()
+
+    # -- writing -------------------------------------------------------------------------
+    def add(
+        self,
+        scope: Scope,
+        namespace: str,
+        items: Sequence[MemoryItem],
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Add or replace items (each keeps its own id) of the scope's user. Every item is
+        checked before any is written; then one transaction per ``BATCH`` items. Their
+        vectors are made later (:meth:`embed_pending`)."""
+        ready = checked_items(scope, namespace, items)
+        at = self.clock()
+        for start in range(0, len(ready), BATCH):
+            part = ready[start : start + BATCH]
+            self.memories.put_memories(part, at=at)
+            if progress is not None:
+                progress(len(part))
+        return len(ready)
+
+    def embed_pending(
+        self,
+        scope: Scope,
+        namespace: str,
+        *,
+        batch: int = 32,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Embed every item that has no vector of this embedder yet; how many were."""
+        if self.embedder is None:
+            return 0
+        user = owner(scope)
+        done = 0
+        while True:
+            pending = self.memories.unembedded(user, namespace, self.embedder.name, limit=batch)
+            if not pending:
+                return done
+            vectors = self.embedder.embed([p.text for p in pending], kind="document")
+            blobs = [(p.id, _blob(v)) for p, v in zip(pending, vectors, strict=True)]
+            self.memories.put_vectors(user, namespace, self.embedder.name, blobs)
+            done += len(pending)
+            if progress is not None:
+                progress(len(pending))
+
+    # -- reading -------------------------------------------------------------------------
+    def get(self, scope: Scope, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
+        """The items of these ids that exist, in the order asked."""
+        return self.memories.get_memories(owner(scope), namespace, ids)
+
+    def count(self, scope: Scope, namespace: str) -> int:
+        return self.memories.count_memories(owner(scope), namespace)
+
+    def search(
+        self,
+        scope: Scope,
+        namespace: str,
+        query: str,
+        *,
+        k: int = 10,
+        where: MemoryFilter | None = None,
+        mode: Mode = "hybrid",
+    ) -> list[Hit]:
+        """The ``k`` items that answer ``query`` best. ``hybrid`` fuses keyword and vector
+        search when there is an embedder and vectors; else it is keyword search."""
+        user = owner(scope)
+        inputs.text(query, "query")
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+            raise InvalidInput("k", f"must be a whole number from 1 to {MAX_K}, not {k!r}")
+        if mode not in MODES:
+            raise InvalidInput("mode", f"must be one of {', '.join(MODES)}, not {mode!r}")
+        if mode == "vector" and self.embedder is None:
+            raise InvalidInput("mode", "vector search needs an embedder (none is configured)")
+        depth = max(POOL, k)
+        lists: dict[str, list[str]] = {}
+        if mode in ("hybrid", "keyword"):
+            found = self.memories.search_words(
+                user, namespace, query_terms(query), k=depth, where=where
+            )
+            lists["keyword"] = [i for i, _ in found]
+        if mode in ("hybrid", "vector") and self.embedder is not None:
+            lists["vector"] = self._nearest(user, namespace, query, depth, where)
+        weights = {"keyword": KEYWORD_WEIGHT, "vector": VECTOR_WEIGHT}
+        fused = fuse(lists, weights)[:k]
+        items = {
+            i.id: i for i in self.memories.get_memories(user, namespace, [i for i, _ in fused])
+        }
+        return [
+            Hit(items[i], score, {m: ids.index(i) + 1 for m, ids in lists.items() if i in ids})
+            for i, score in fused
+            if i in items
+        ]
+
+    def _nearest(
+        self, user: str, namespace: str, query: str, k: int, where: MemoryFilter | None
+    ) -> list[str]:
+        assert self.embedder is not None
+        ids, matrix = self._vectors(user, namespace, where)
+        if not ids:
+            return []
+        q = np.asarray(self.embedder.embed([query], kind="query")[0], dtype=np.float32)
+        scores = matrix @ q
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [ids[int(i)] for i in top]
+
+    def _vectors(
+        self, user: str, namespace: str, where: MemoryFilter | None
+    ) -> tuple[list[str], np.ndarray]:
+        assert self.embedder is not None
+        name = self.embedder.name
+        if where is not None and where != MemoryFilter():
+            return _matrix(self.memories.load_vectors(user, namespace, name, where))
+        key = (user, namespace, name)
+        generation = self.memories.memory_generation(user, namespace)
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is None or cached.generation != generation:
+            ids, matrix = _matrix(self.memories.load_vectors(user, namespace, name))
+            cached = _Vectors(generation, ids, matrix)
+            with self._lock:
+                self._cache[key] = cached
+        return cached.ids, cached.matrix
+
+
+def fuse(lists: dict[str, list[str]], weights: dict[str, float]) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: each list adds weight / (RRF_K + rank) to its ids; ties keep
+    the order of the first list that has them."""
+    scores: dict[str, float] = {}
+    for method, ids in lists.items():
+        weight = weights.get(method, 1.0)
+        for rank, item_id in enumerate(ids, start=1):
+            scores[item_id] = scores.get(item_id, 0.0) + weight / (RRF_K + rank)
+    return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+def owner(scope: Scope) -> str:
+    """Whose memory a call reaches: the user of a user scope (admin scopes are refused:
+    memory is personal; an operator acts as the user)."""
+    checked(scope)
+    if scope.is_admin or scope.user_id is None:
+        raise InvalidInput("scope", "long-term memory is a user's: call it with a user scope")
+    return scope.user_id
+
+
+def checked_items(scope: Scope, namespace: str, items: Sequence[MemoryItem]) -> list[MemoryItem]:
+    """The items as they will be stored (the scope's user and the namespace on each), every
+    one checked; InvalidInput names the first bad one. Needs no store."""
+    user = owner(scope)
+    inputs.identifier(namespace, "namespace")
+    return [_checked(item, user, namespace, i) for i, item in enumerate(items)]
+
+
+def _checked(item: MemoryItem, user: str, namespace: str, at: int) -> MemoryItem:
+    if not isinstance(item, MemoryItem):
+        raise InvalidInput(f"items[{at}]", f"must be a MemoryItem, not {type(item).__name__}")
+    where = f"items[{at}]"
+    inputs.identifier(item.id, f"{where}.id")
+    inputs.text(item.text, f"{where}.text")
+    if not item.text.strip():
+        raise InvalidInput(f"{where}.text", "must not be empty")
+    for name in ("source", "task_id"):
+        value = getattr(item, name)
+        if value is not None:
+            inputs.identifier(value, f"{where}.{name}")
+    for cited in item.cites:
+        inputs.identifier(cited, f"{where}.cites")
+    inputs.json_value(item.metadata, f"{where}.metadata")
+    if not isinstance(item.metadata, dict):
+        raise InvalidInput(f"{where}.metadata", "must be an object")
+    time = inputs.moment(item.time, f"{where}.time") if item.time is not None else None
+    return MemoryItem(
+        id=item.id,
+        user_id=user,
+        namespace=namespace,
+        text=item.text,
+        time=time,
+        source=item.source,
+        task_id=item.task_id,
+        metadata=item.metadata,
+        cites=tuple(item.cites),
+    )
+
+
+def _blob(vector: Sequence[float]) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def _matrix(rows: list[tuple[str, bytes]]) -> tuple[list[str], np.ndarray]:
+    if not rows:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    ids = [i for i, _ in rows]
+    matrix = np.frombuffer(b"".join(b for _, b in rows), dtype="<f4").reshape(len(rows), -1)
+    return ids, matrix

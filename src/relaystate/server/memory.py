@@ -1,0 +1,111 @@
+"""The ``/v1/memory`` endpoints: a user's long-term memory, per namespace (add items, read
+one, search). The key's user is the only owner reachable: there is no admin read of
+someone's memory here; an operator acts as the user through the command line."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+from ..errors import NotFound, StoreURLError
+from ..inputs import ID_PATTERN, MAX_ID
+from ..memory.longterm import MAX_K, LongTermMemory, Mode
+from ..model import MemoryItem
+from ..store.roles import MemoryFilter
+from .errors import BY_ID, EVERY_CALL, WRITES
+from .routes import Id, Who, server
+
+router = APIRouter(prefix="/v1/memory", responses=EVERY_CALL, tags=["memory"])
+MAX_ITEMS = 1000
+"""Items one request may add (a bigger import is several requests, or the command line)."""
+
+
+class ItemIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: StrictStr = Field(min_length=1, max_length=MAX_ID, pattern=ID_PATTERN)
+    text: StrictStr = Field(min_length=1)
+    time: datetime | None = Field(None, description="When it was said or happened (ISO 8601)")
+    source: StrictStr | None = Field(None, min_length=1, max_length=MAX_ID, pattern=ID_PATTERN)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ItemsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    items: list[ItemIn] = Field(min_length=1, max_length=MAX_ITEMS)
+
+
+class Added(BaseModel):
+    added: int
+    total: int
+
+
+class ItemOut(BaseModel):
+    item: dict[str, Any]
+
+
+class HitsOut(BaseModel):
+    hits: list[dict[str, Any]]
+
+
+def memory_of(request: Request) -> LongTermMemory:
+    found = server(request).memory
+    if found is None:
+        raise StoreURLError("this store keeps no long-term memory")
+    return found
+
+
+@router.post("/{namespace}/items", response_model=Added, responses=WRITES)
+def add_items(request: Request, who: Who, namespace: Id, body: ItemsIn) -> Added:
+    """Add or replace items (by id); their vectors are made in the background."""
+    memory = memory_of(request)
+    items = [
+        MemoryItem(i.id, who.key.user_id, namespace, i.text, i.time, i.source, None, i.metadata)
+        for i in body.items
+    ]
+    added = memory.add(who.acts, namespace, items)
+    server(request).embed_later(who.acts, namespace)
+    return Added(added=added, total=memory.count(who.acts, namespace))
+
+
+@router.get("/{namespace}/items/{item_id}", response_model=ItemOut, responses=BY_ID)
+def get_item(request: Request, who: Who, namespace: Id, item_id: Id) -> ItemOut:
+    found = memory_of(request).get(who.acts, namespace, [item_id])
+    if not found:
+        raise NotFound(f"no memory item {item_id} in {namespace}")
+    return ItemOut(item=item_view(found[0]))
+
+
+@router.get("/{namespace}/search", response_model=HitsOut)
+def search(
+    request: Request,
+    who: Who,
+    namespace: Id,
+    q: Annotated[str, Query(min_length=1, max_length=10_000, description="What to look for")],
+    k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
+    mode: Mode = "hybrid",
+    since: datetime | None = None,
+    until: datetime | None = None,
+    source: Annotated[list[str] | None, Query(max_length=20)] = None,
+    task_id: Annotated[list[str] | None, Query(max_length=20)] = None,
+) -> HitsOut:
+    """The items that answer ``q`` best: keyword and vector search fused."""
+    where = MemoryFilter(since, until, tuple(source or ()), tuple(task_id or ()))
+    hits = memory_of(request).search(who.acts, namespace, q, k=k, where=where, mode=mode)
+    return HitsOut(hits=[{**item_view(h.item), "score": h.score, "ranks": h.ranks} for h in hits])
+
+
+def item_view(item: MemoryItem) -> dict[str, Any]:
+    return {
+        "id": item.id,
+        "namespace": item.namespace,
+        "text": item.text,
+        "time": item.time.isoformat() if item.time else None,
+        "source": item.source,
+        "task_id": item.task_id,
+        "metadata": item.metadata,
+        "cites": list(item.cites),
+        "added_at": item.added_at.isoformat() if item.added_at else None,
+    }

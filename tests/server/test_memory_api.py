@@ -1,0 +1,118 @@
+"""``/v1/memory``: a user's long-term memory over HTTP, through the real app over a real
+SQLite file: added, embedded in the background, searched by words and by vectors, filtered;
+bad input is a 4xx with nothing written; one user never reaches another's memory."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from relaystate.memory.embed import HashEmbedder
+
+from .test_api import Api, error
+
+NOTES = [
+    {"id": "n1", "text": "My seat preference is the window", "time": "2026-03-01T09:00:00Z"},
+    {"id": "n2", "text": "The hotel in Kyoto has a garden", "source": "doc"},
+    {"id": "n3", "text": "我的护照六月到期", "time": "2026-04-01T09:00:00+00:00"},
+]
+
+
+@pytest.fixture
+def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Api]:
+    monkeypatch.setenv("RELAYSTATE_NOW", "2026-11-29T10:00:00")
+    made = Api(tmp_path, embedder=HashEmbedder(dimension=256))
+    yield made
+    made.rt.close()
+
+
+def search(api: Api, who: str, ns: str, q: str, **params: object) -> list[str]:
+    found = api.ok(who, "GET", f"/v1/memory/{ns}/search", params={"q": q, **params})
+    return [h["id"] for h in found["hits"]]
+
+
+def test_items_are_added_found_and_read_back(api: Api) -> None:
+    assert api.ok("alice", "POST", "/v1/memory/notes/items", json={"items": NOTES}) == {
+        "added": 3,
+        "total": 3,
+    }
+    hit = api.ok("alice", "GET", "/v1/memory/notes/search", params={"q": "window seat"})["hits"][0]
+    assert hit["id"] == "n1" and hit["text"] == NOTES[0]["text"] and "keyword" in hit["ranks"]
+    assert hit["time"] == "2026-03-01T09:00:00+00:00" and hit["score"] > 0
+    assert search(api, "alice", "notes", "护照")[0] == "n3"
+    assert search(api, "alice", "notes", "护照", mode="keyword") == ["n3"]
+    item = api.ok("alice", "GET", "/v1/memory/notes/items/n2")["item"]
+    assert (item["source"], item["namespace"]) == ("doc", "notes")
+    # filters reach both lists: hybrid search finds only what they admit
+    assert search(api, "alice", "notes", "seat garden 护照", source="doc") == ["n2"]
+    later = search(api, "alice", "notes", "seat garden 护照", since="2026-03-15T00:00:00Z")
+    assert later == ["n3"]
+
+
+def test_vectors_are_made_in_the_background(api: Api) -> None:
+    api.ok("alice", "POST", "/v1/memory/notes/items", json={"items": NOTES})
+    deadline = time.monotonic() + 10
+    while not search(api, "alice", "notes", "windw seeat", mode="vector", k=1):
+        assert time.monotonic() < deadline, "the items were never embedded"
+        time.sleep(0.05)
+    assert search(api, "alice", "notes", "windw seeat", mode="vector", k=1) == ["n1"]
+    assert search(api, "alice", "notes", "windw seeat", mode="keyword") == []
+
+
+def test_one_user_never_reaches_another_users_memory(api: Api) -> None:
+    api.ok("alice", "POST", "/v1/memory/notes/items", json={"items": NOTES})
+    api.ok("bob", "POST", "/v1/memory/notes/items", json={"items": [{"id": "n1", "text": "bob"}]})
+    # vector search always offers the nearest items; bob's nearest are his own
+    assert search(api, "bob", "notes", "window seat garden") == ["n1"]
+    assert search(api, "bob", "notes", "window seat garden", mode="keyword") == []
+    assert api.ok("bob", "GET", "/v1/memory/notes/items/n1")["item"]["text"] == "bob"
+    error(api.call("bob", "GET", "/v1/memory/notes/items/n2"), 404, "not_found")
+    assert api.ok("alice", "GET", "/v1/memory/notes/items/n1")["item"]["text"] == NOTES[0]["text"]
+    # an admin key is a user too: it reaches its own memory, not everyone's
+    assert search(api, "ops", "notes", "window") == []
+    assert search(api, "alice", "notes", "window", mode="keyword") == ["n1"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"items": []}, 422),
+        ({"items": [{"id": "a", "text": "x", "colour": "red"}]}, 422),
+        ({"items": [{"id": "a\nb", "text": "x"}]}, 422),
+        ({"items": [{"id": "a", "text": ""}]}, 422),
+        ({"items": [{"id": "a", "text": "nul \u0000"}]}, 422),
+        ({"items": [{"id": "a", "text": "x", "time": "yesterday"}]}, 422),
+        ({"items": [{"id": "a", "text": "x", "metadata": [1]}]}, 422),
+        ({"items": [{"id": f"i{i}", "text": "x"} for i in range(1001)]}, 422),
+        ({"items": [{"id": "ok", "text": "fine"}, {"id": 5, "text": "x"}]}, 422),
+    ],
+)
+def test_bad_items_are_refused_and_nothing_is_written(
+    api: Api, body: dict[str, object], status: int
+) -> None:
+    answer = api.call("alice", "POST", "/v1/memory/notes/items", json=body)
+    error(answer, status, "invalid_input")
+    assert search(api, "alice", "notes", "fine x") == []
+    assert api.ok("alice", "POST", "/v1/memory/notes/items", json={"items": NOTES})["total"] == 3
+
+
+def test_bad_searches_are_4xx(api: Api) -> None:
+    for params in (
+        {},
+        {"q": ""},
+        {"q": "x", "k": 0},
+        {"q": "x", "k": 5000},
+        {"q": "x", "mode": "fuzzy"},
+    ):
+        error(
+            api.call("alice", "GET", "/v1/memory/notes/search", params=params), 422, "invalid_input"
+        )
+    error(
+        api.call("alice", "GET", "/v1/memory/bad%0Ans/search", params={"q": "x"}),
+        422,
+        "invalid_input",
+    )
+    error(api.call(None, "GET", "/v1/memory/notes/search", params={"q": "x"}), 401, "unauthorized")
