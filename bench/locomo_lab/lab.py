@@ -166,6 +166,13 @@ class Index:
         if use_e5:
             from embcache import embed
             self.V = embed([turn_text(t, False) for t in self.turns], "passage")
+            # context vectors: a turn's vector plus half of its same-session neighbours'
+            W = self.V.copy()
+            for t in self.turns:
+                for nb in (t.idx - 1, t.idx + 1):
+                    if 0 <= nb < len(conv.sessions[t.session]):
+                        W[t.pos] += 0.5 * self.V[conv.sessions[t.session][nb].pos]
+            self.W = W / np.linalg.norm(W, axis=1, keepdims=True)
             C = np.stack([self.V[self.sess_of == j].mean(0) for j in range(len(self.sess_ids))])
             self.C = C / np.linalg.norm(C, axis=1, keepdims=True)
         self.n = len(self.turns)
@@ -219,6 +226,8 @@ def retrieve(ix, q, qvec, cfg):
         esim = ix.V @ qvec
         total += rrf(ranks(esim, np.ones(ix.n, bool)), cfg["e5"])
     ss = None
+    if ix.V is not None and cfg.get("e5win", 0):
+        total += rrf(ranks(ix.W @ qvec, np.ones(ix.n, bool)), cfg["e5win"])
     if cfg.get("sess", 0) or cfg.get("sess_e5", 0):
         ss = np.zeros(len(ix.sess_ids))
         if cfg.get("sess", 0):
@@ -289,6 +298,26 @@ METHODS = {
                           "time": 0.3, "sbest": 2.0, "sess_inherit": 0.0},
     "combo_date": {**BASE, "spk": 0.5, "win": 1.0, "sess": 1.0, "sess_e5": 1.0, "time": 0.3,
                    "date": 0.5},
+    "rec": {"kw": 2.0, "e5": 1.0, "win": 1.0, "spk": 0.25, "date": 1.0, "sess": 1.0,
+            "sess_e5": 1.0, "time": 0.3},
+    "recommended": {"kw": 2.0, "e5": 1.0, "e5win": 1.0, "win": 1.0, "spk": 0.25, "date": 1.0,
+                    "sess": 1.0, "sess_e5": 1.0, "time": 0.3},
+    "recommended_no_e5": {"kw": 2.0, "win": 1.0, "spk": 0.25, "date": 1.0, "sess": 1.0,
+                          "time": 0.3},
+    "rec+e5win": {"kw": 2.0, "e5": 1.0, "win": 1.0, "spk": 0.25, "date": 1.0, "sess": 1.0,
+                  "sess_e5": 1.0, "time": 0.3, "e5win": 1.0},
+    "rec+e5win.5": {"kw": 2.0, "e5": 1.0, "win": 1.0, "spk": 0.25, "date": 1.0, "sess": 1.0,
+                    "sess_e5": 1.0, "time": 0.3, "e5win": 0.5},
+    "rec-win": {"kw": 2.0, "e5": 1.0, "spk": 0.25, "date": 1.0, "sess": 1.0,
+                "sess_e5": 1.0, "time": 0.3},
+    "rec-sess": {"kw": 2.0, "e5": 1.0, "win": 1.0, "spk": 0.25, "date": 1.0, "time": 0.3},
+    "rec-spk": {"kw": 2.0, "e5": 1.0, "win": 1.0, "date": 1.0, "sess": 1.0,
+                "sess_e5": 1.0, "time": 0.3},
+    "rec-date": {"kw": 2.0, "e5": 1.0, "win": 1.0, "spk": 0.25, "sess": 1.0,
+                 "sess_e5": 1.0, "time": 0.3},
+    "rec-e5": {"kw": 2.0, "win": 1.0, "spk": 0.25, "date": 1.0, "sess": 1.0, "time": 0.3},
+    "rec+div": {"kw": 2.0, "e5": 1.0, "win": 1.0, "spk": 0.25, "date": 1.0, "sess": 1.0,
+                "sess_e5": 1.0, "time": 0.3, "div": 2.0},
     "combo_nosess": {**BASE, "spk": 0.5, "win": 1.0, "time": 0.3},
     "combo_prf": {**BASE, "spk": 0.5, "win": 1.0, "sess": 1.0, "sess_e5": 1.0, "time": 0.3,
                   "prf": 1.0},
