@@ -490,3 +490,44 @@ class MemoryItem:
     metadata: dict[str, Any] = field(default_factory=dict)
     cites: tuple[str, ...] = ()
     added_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One statement ``subject predicate object`` a user's memory holds, valid from
+    ``valid_from`` until ``valid_to`` (open: still true). A task's key entities are facts
+    about ``task:<id>``; the memory graph is every fact, its subjects and objects the nodes.
+    A ``single`` predicate has one value at a time: a new value closes the old one, which
+    stays in the history. ``object`` None says the predicate has no value any more."""
+
+    user_id: str
+    subject: str
+    predicate: str
+    object: JSON
+    valid_from: datetime
+    valid_to: datetime | None = None
+    source: str | None = None
+    task_id: str | None = None
+    single: bool = True
+    seq: int = 0
+
+    @property
+    def current(self) -> bool:
+        return self.valid_to is None and self.object is not None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A summary of a task's older turns. ``cites`` are the turns it covers (for a summary
+    of summaries, every turn its parts cover); ``parts`` the summaries it merged; a summary
+    merged into another keeps its row with ``merged_into`` set."""
+
+    id: str
+    user_id: str
+    task_id: str
+    level: int
+    text: str
+    cites: tuple[str, ...]
+    created_at: datetime
+    parts: tuple[str, ...] = ()
+    merged_into: str | None = None

@@ -2,7 +2,7 @@
 
 A backend joins by adding a factory and its roles here; the tests never name a backend.
 Each role's tests (``tasks/``, ``sessions/``, ``turns/``, ``coordination/``, ``schema/``,
-``identities/``, ``memories/``)
+``identities/``, ``memories/``, ``working/``)
 run against every backend that plays the role. ``turns`` is the bundle: a task commit that
 carries its session and messages. PostgreSQL and Redis come from the session servers in
 tests/conftest.py (skipped where they cannot run, a failure under CI=true).
@@ -17,8 +17,19 @@ import pytest
 
 from relaystate.store import Stores, open_store
 
-ROLES = ("tasks", "sessions", "turns", "coordination", "schema", "identities", "memories")
-SOLO = frozenset({"tasks", "sessions", "turns", "coordination", "identities", "memories"})
+ROLES = (
+    "tasks",
+    "sessions",
+    "turns",
+    "coordination",
+    "schema",
+    "identities",
+    "memories",
+    "working",
+)
+SOLO = frozenset(
+    {"tasks", "sessions", "turns", "coordination", "identities", "memories", "working"}
+)
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,7 @@ coordination = _role_fixture("coordination")
 schema = _role_fixture("schema")
 identities = _role_fixture("identities")
 memories = _role_fixture("memories")
+working = _role_fixture("working")
 
 
 @pytest.fixture

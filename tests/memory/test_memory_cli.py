@@ -110,7 +110,7 @@ def test_import_then_search_one_query_or_a_file_of_them(tmp_path: Path, store: s
         "none",
         store=store,
     )
-    assert json.loads(again.stdout) == {"imported": 3, "embedded": 0, "total": 3}  # ids kept
+    assert json.loads(again.stdout) == {"imported": 3, "embedded": 0, "layers": 0, "total": 3}
 
 
 @pytest.mark.parametrize(

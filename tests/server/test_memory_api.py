@@ -116,3 +116,27 @@ def test_bad_searches_are_4xx(api: Api) -> None:
         "invalid_input",
     )
     error(api.call(None, "GET", "/v1/memory/notes/search", params={"q": "x"}), 401, "unauthorized")
+
+
+def test_a_tasks_context_from_its_memory_within_a_budget(api: Api) -> None:
+    for text in ("book a flight from Beijing to Shanghai", "Dec 9, economy, for Alice Wang"):
+        turn = api.ok("alice", "POST", "/v1/sessions/s1/messages", json={"text": text})["turn"]
+    task_id = turn["task"]["id"]
+    built = api.ok("alice", "GET", f"/v1/tasks/{task_id}/context", params={"budget": 300})
+    assert built["tokens"] <= built["budget"] == 300
+    assert built["prompt"].startswith("Task state:") and "destination: Shanghai" in built["prompt"]
+    assert built["query"] == "Dec 9, economy, for Alice Wang"
+    layers = {d["layer"] for d in built["explanation"]}
+    assert {"task", "entity", "recent"} <= layers
+    assert all(d["reason"].startswith(("kept", "dropped")) for d in built["explanation"])
+    asked = api.ok("alice", "GET", f"/v1/tasks/{task_id}/context", params={"q": "economy"})
+    assert asked["query"] == "economy" and asked["budget"] == int(8192 * 0.8)
+    error(api.call("bob", "GET", f"/v1/tasks/{task_id}/context"), 404, "not_found")
+    assert api.ok("ops", "GET", f"/v1/tasks/{task_id}/context")["tokens"] > 0  # admin reads
+    both = api.ok(
+        "alice", "GET", f"/v1/tasks/{task_id}/context", params={"budget": 200, "window": 9999}
+    )
+    assert both["budget"] == 200  # a budget in tokens overrides the window
+    for params in ({"budget": 5}, {"window": "big"}, {"q": "nul \u0000"}):
+        answer = api.call("alice", "GET", f"/v1/tasks/{task_id}/context", params=params)
+        error(answer, 422, "invalid_input")

@@ -69,6 +69,10 @@ def import_items(ns: argparse.Namespace) -> None:
         with Progress(transient=True, disable=opts.as_json) as bar:
             task = bar.add_task("importing", total=len(items))
             memory.add(scope, ns.namespace, items, progress=lambda n: bar.advance(task, n))
+            layers = bar.add_task("conversation layers", total=None)
+            built = memory.build_layers(
+                scope, ns.namespace, progress=lambda n: bar.advance(layers, n)
+            )
             embedded = 0
             if memory.embedder is not None:
                 task = bar.add_task(f"embedding ({memory.embedder.name})", total=len(items))
@@ -77,7 +81,7 @@ def import_items(ns: argparse.Namespace) -> None:
                 )
         total = memory.count(scope, ns.namespace)
     if opts.as_json:
-        opts.emit({"imported": len(items), "embedded": embedded, "total": total})
+        opts.emit({"imported": len(items), "embedded": embedded, "layers": built, "total": total})
     else:
         print(
             f"Imported {len(items):,} items into {ns.user}/{ns.namespace} "

@@ -39,12 +39,15 @@ def _conversation(opts: Options) -> Conversation:
     from ..conversation import Conversation
     from ..errors import ConfigError
     from ..llm import default_model
+    from ..memory.recorder import MemoryLayers, Recorder
 
     try:
         model = default_model()
     except ValueError as exc:  # its documented answer to a malformed RELAYSTATE_MODEL_* value
         raise ConfigError(str(exc)) from None
-    return Conversation(opts.runtime(), model)
+    runtime = opts.runtime()
+    recorder = Recorder(MemoryLayers.of(runtime), clock=runtime.clock)
+    return Conversation(runtime, model, memory=recorder)
 
 
 def say(ns: argparse.Namespace) -> None:

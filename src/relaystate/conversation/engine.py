@@ -15,7 +15,7 @@ import random
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .. import inputs
 from ..edits import Cancel, Confirm, Edit, Fill, Resume, Start
@@ -28,7 +28,7 @@ from ..errors import (
     TemplateError,
 )
 from ..llm import Model, RouteCandidate, RuleModel, SlotSpec
-from ..model import Action, TaskState
+from ..model import Action, Message, TaskState
 from ..next_step import AskConfirmation, AskSlot, NextStep
 from ..problems import Problem
 from ..runtime import Runtime
@@ -54,6 +54,8 @@ class Turn:
     actions: list[Action] = field(default_factory=list)
     why: str = ""
     """Why the message went to this Task (or to none): the routing evidence, for people."""
+    messages: list[Message] = field(default_factory=list)
+    """The user's words and the reply as committed (numbered): what memory records."""
 
     def to_dict(self) -> dict[str, Any]:
         return turn_view(
@@ -66,12 +68,23 @@ class Turn:
         )
 
 
+class TurnRecorder(Protocol):
+    """What keeps committed turns in memory (``relaystate.memory.recorder``); it must not
+    raise: the turn is committed, and memory is derived from it."""
+
+    def record(self, scope: Scope, turn: Turn) -> None: ...
+
+
 class Conversation:
     """Talks to one person at a time over a Runtime; all decisions are deterministic."""
 
-    def __init__(self, runtime: Runtime, model: Model | None = None) -> None:
+    def __init__(
+        self, runtime: Runtime, model: Model | None = None, *, memory: TurnRecorder | None = None
+    ) -> None:
         self.runtime = runtime
         self.model = model or RuleModel()
+        self.memory = memory
+        """Records each committed turn in memory (after its commit: memory is derived)."""
 
     def handle(
         self,
@@ -102,9 +115,18 @@ class Conversation:
                     raise
                 time.sleep(random.random() * 0.005 * min(attempt, 10))
                 continue
-            return Turn(
-                result.session.id, result.reply, lang, result.state, result.actions, turn.why
+            done = Turn(
+                result.session.id,
+                result.reply,
+                lang,
+                result.state,
+                result.actions,
+                turn.why,
+                result.messages,
             )
+            if self.memory is not None:
+                self.memory.record(scope, done)
+            return done
         raise AssertionError("unreachable")
 
 

@@ -24,6 +24,7 @@ from ..errors import InvalidInput, StoreURLError
 from ..model import MemoryItem
 from ..scope import Scope, checked
 from ..store.roles import Memories, MemoryFilter
+from . import recall
 from .embed import Embedder
 from .terms import query_terms
 
@@ -36,6 +37,8 @@ VECTOR_WEIGHT = 1.0
 POOL = 50
 """How deep each method's list goes before fusion (at least k)."""
 MAX_K = 1000
+ALL = 10_000_000
+"""As many items as a namespace may hold, for reads of all of them."""
 BATCH = 500
 """Items one transaction writes when many are added."""
 
@@ -73,6 +76,9 @@ class LongTermMemory:
         self.embedder = embedder
         self.clock = clock
         self._cache: dict[tuple[str, str, str], _Vectors] = {}
+        self._conversations: dict[
+            tuple[str, str, str], tuple[tuple[int, int], recall.Conversation | None]
+        ] = {}
         self._lock = threading.Lock()
 
     # -- writing -------------------------------------------------------------------------
@@ -148,6 +154,10 @@ class LongTermMemory:
             raise InvalidInput("mode", f"must be one of {', '.join(MODES)}, not {mode!r}")
         if mode == "vector" and self.embedder is None:
             raise InvalidInput("mode", "vector search needs an embedder (none is configured)")
+        if mode != "vector" and (where is None or where == MemoryFilter()):
+            layered = self._layered(user, namespace, query, k, vectors=mode == "hybrid")
+            if layered is not None:
+                return layered
         depth = max(POOL, k)
         lists: dict[str, list[str]] = {}
         if mode in ("hybrid", "keyword"):
@@ -167,6 +177,85 @@ class LongTermMemory:
             for i, score in fused
             if i in items
         ]
+
+    # -- conversations: recall with windows and sessions --------------------------------
+    def build_layers(
+        self, scope: Scope, namespace: str, *, progress: Callable[[int], None] | None = None
+    ) -> int:
+        """Derive the windows and sessions of the namespace's conversation (its items with
+        ``metadata["session"]``) into ``NAMESPACE~window`` and ``NAMESPACE~session``; from
+        then on, search there uses them (:mod:`relaystate.memory.recall`). Run it again
+        after adding turns. Returns how many documents were written."""
+        user = owner(scope)
+        inputs.identifier(namespace, "namespace")
+        items = self.memories.latest_memories(user, namespace, limit=ALL)
+        made = recall.derived(items, namespace)
+        at = self.clock()
+        for start in range(0, len(made), BATCH):
+            part = made[start : start + BATCH]
+            self.memories.put_memories(part, at=at)
+            if progress is not None:
+                progress(len(part))
+        return len(made)
+
+    def _layered(
+        self, user: str, namespace: str, query: str, k: int, *, vectors: bool
+    ) -> list[Hit] | None:
+        """Layered recall, when the namespace has its layers built (else None)."""
+        conv = self._conversation(user, namespace)
+        if conv is None:
+            return None
+        terms, named, when = recall.plan(query, conv)
+        found = {
+            layer: [i for i, _ in self.memories.search_words(user, ns, terms, k=recall.DEPTH)]
+            for layer, ns in (
+                ("turns", namespace),
+                ("windows", namespace + recall.WINDOW),
+                ("sessions", namespace + recall.SESSION),
+            )
+        }
+        lists = recall.Lists(
+            found["turns"],
+            found["windows"],
+            [i.removeprefix("session:") for i in found["sessions"]],
+        )
+        query_vector = None
+        if vectors and self.embedder is not None and conv.vectors is not None:
+            embedded = self.embedder.embed([query], kind="query")[0]
+            query_vector = np.asarray(embedded, dtype=np.float32)
+        ranked = recall.rank(query, conv, lists, query_vector, named, when)[:k]
+        items = {
+            i.id: i for i in self.memories.get_memories(user, namespace, [i for i, _ in ranked])
+        }
+        return [
+            Hit(items[i], score, {"recall": n})
+            for n, (i, score) in enumerate(ranked, start=1)
+            if i in items
+        ]
+
+    def _conversation(self, user: str, namespace: str) -> recall.Conversation | None:
+        """The namespace's conversation (turn order, sessions, speakers, vectors), cached
+        until the namespace or its layers change; None without layers."""
+        name = self.embedder.name if self.embedder is not None else ""
+        generation = (
+            self.memories.memory_generation(user, namespace),
+            self.memories.memory_generation(user, namespace + recall.SESSION),
+        )
+        key = (user, namespace, name)
+        with self._lock:
+            cached = self._conversations.get(key)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+        conv: recall.Conversation | None = None
+        if generation[1]:
+            items = self.memories.latest_memories(user, namespace, limit=ALL)
+            conv = recall.Conversation.of(items)
+            if name:
+                ids, matrix = self._vectors(user, namespace, None)
+                conv = conv.with_vectors({i: matrix[n] for n, i in enumerate(ids)})
+        with self._lock:
+            self._conversations[key] = (generation, conv)
+        return conv
 
     def _nearest(
         self, user: str, namespace: str, query: str, k: int, where: MemoryFilter | None

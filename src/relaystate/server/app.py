@@ -24,10 +24,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from ..conversation import Conversation
 from ..errors import RelaystateError
 from ..memory.embed import Embedder
-from ..memory.longterm import LongTermMemory
+from ..memory.recorder import MemoryLayers, Recorder
 from ..runtime import Runtime
 from ..scope import Scope
-from . import errors, events, memory, routes
+from . import errors, events, memory, openapi, routes
 from .limits import BodyLimit, RateLimiter, Receive, Send
 from .limits import Scope as AsgiScope
 from .metrics import Metrics
@@ -50,15 +50,13 @@ def create_app(
 ) -> FastAPI:
     """The app over ``runtime`` (the caller keeps it open and closes it). ``embedder``
     makes the vectors of long-term memory (none: keyword search only)."""
-    memories = runtime.stores.memories
+    layers = MemoryLayers.of(runtime, embedder=embedder)
     state = ServerState(
         runtime=runtime,
-        conversation=Conversation(runtime),
+        conversation=Conversation(runtime, memory=Recorder(layers, clock=runtime.clock)),
         limiter=RateLimiter(rate=rate, burst=burst),
         metrics=Metrics(),
-        memory=None
-        if memories is None
-        else LongTermMemory(memories, clock=runtime.clock, embedder=embedder),
+        layers=layers,
     )
 
     @asynccontextmanager
@@ -77,9 +75,11 @@ def create_app(
     app.state.relaystate = state
     app.state.store_url = runtime.stores.url
     errors.install(app)
+    openapi.install(app)
     app.include_router(routes.router)
     app.include_router(events.router)
     app.include_router(memory.router)
+    app.include_router(memory.tasks)
     _health(app, state)
     _dashboard(app)
     app.add_middleware(_Counted, metrics=state.metrics)

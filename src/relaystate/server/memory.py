@@ -8,10 +8,11 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, StringConstraints, field_validator
+from typing_extensions import TypeAliasType
 
 from ..errors import NotFound, StoreURLError
-from ..inputs import ID_PATTERN, MAX_ID
+from ..inputs import DEFAULT_MAX_TEXT, ID_PATTERN, MAX_ID, TEXT_PATTERN
 from ..memory.longterm import MAX_K, LongTermMemory, Mode
 from ..model import MemoryItem
 from ..store.roles import MemoryFilter
@@ -23,13 +24,29 @@ MAX_ITEMS = 1000
 """Items one request may add (a bigger import is several requests, or the command line)."""
 
 
+PlainText = Annotated[str, StringConstraints(pattern=r"^[^\x00]*$")]
+JsonData = TypeAliasType(
+    "JsonData",
+    "bool | int | float | PlainText | list[JsonData] | dict[PlainText, JsonData] | None",
+)
+"""JSON whose text holds no NUL (no backend stores one), as the schema states it."""
+
+
 class ItemIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: StrictStr = Field(min_length=1, max_length=MAX_ID, pattern=ID_PATTERN)
-    text: StrictStr = Field(min_length=1)
+    text: StrictStr = Field(min_length=1, max_length=DEFAULT_MAX_TEXT, pattern=TEXT_PATTERN)
     time: datetime | None = Field(None, description="When it was said or happened (ISO 8601)")
     source: StrictStr | None = Field(None, min_length=1, max_length=MAX_ID, pattern=ID_PATTERN)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[PlainText, JsonData] = Field(default_factory=dict)
+
+    @field_validator("time", mode="before")
+    @classmethod
+    def _iso_text(cls, value: object) -> object:
+        """A time is ISO 8601 text, as the schema says (not a number of seconds)."""
+        if value is not None and not isinstance(value, str):
+            raise ValueError("must be an ISO 8601 time (text)")
+        return value
 
 
 class ItemsIn(BaseModel):
@@ -83,7 +100,15 @@ def search(
     request: Request,
     who: Who,
     namespace: Id,
-    q: Annotated[str, Query(min_length=1, max_length=10_000, description="What to look for")],
+    q: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=DEFAULT_MAX_TEXT,
+            pattern=TEXT_PATTERN,
+            description="What to look for",
+        ),
+    ],
     k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
     mode: Mode = "hybrid",
     since: datetime | None = None,
@@ -95,6 +120,68 @@ def search(
     where = MemoryFilter(since, until, tuple(source or ()), tuple(task_id or ()))
     hits = memory_of(request).search(who.acts, namespace, q, k=k, where=where, mode=mode)
     return HitsOut(hits=[{**item_view(h.item), "score": h.score, "ranks": h.ranks} for h in hits])
+
+
+class ContextOut(BaseModel):
+    query: str
+    prompt: str
+    tokens: int
+    budget: int
+    explanation: list[dict[str, Any]]
+
+
+tasks = APIRouter(prefix="/v1/tasks", responses=EVERY_CALL, tags=["memory"])
+
+
+@tasks.get("/{task_id}/context", response_model=ContextOut, responses=BY_ID)
+def task_context(
+    request: Request,
+    who: Who,
+    task_id: Id,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=DEFAULT_MAX_TEXT,
+            pattern=r"^[^\x00]*$",
+            description="Default: the latest turn",
+        ),
+    ] = None,
+    budget: Annotated[int | None, Query(ge=16, le=1_000_000, description="Tokens")] = None,
+    window: Annotated[int | None, Query(ge=64, le=2_000_000, description="Model window")] = None,
+) -> ContextOut:
+    """The prompt the task's next turn would get from memory, within ``budget`` tokens (or,
+    without one, 80% of ``window``, default 8192), and why each candidate was kept or
+    dropped."""
+    from ..memory.assemble import task_context as build
+
+    state = server(request)
+    if state.layers is None:
+        raise StoreURLError("this store keeps no memory")
+    found = build(
+        state.layers,
+        state.runtime.task(who.reads, task_id),
+        query=q,
+        window=None if budget is not None else window,
+        budget=budget,
+    )
+    ctx = found.context
+    return ContextOut(
+        query=found.query,
+        prompt=ctx.prompt,
+        tokens=ctx.tokens,
+        budget=ctx.budget,
+        explanation=[
+            {
+                "id": d.id,
+                "layer": d.layer,
+                "score": d.score,
+                "tokens": d.tokens,
+                "kept": d.kept,
+                "reason": d.reason,
+            }
+            for d in ctx.explanation
+        ],
+    )
 
 
 def item_view(item: MemoryItem) -> dict[str, Any]:

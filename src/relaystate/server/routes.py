@@ -13,7 +13,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from ..errors import NotFound
-from ..inputs import ID_PATTERN, MAX_ID
+from ..inputs import DEFAULT_MAX_TEXT, ID_PATTERN, MAX_ID, TEXT_PATTERN
+from ..memory.recorder import CONVERSATION
 from ..model import OPEN_TASK_STATUSES, ApiKey, TaskStatus
 from ..scope import Scope
 from ..views import action_view, history_view, state_view, task_view
@@ -97,7 +98,12 @@ class NewSession(_Body):
 
 
 class Say(_Body):
-    text: StrictStr = Field(min_length=1, description="What the user says")
+    text: StrictStr = Field(
+        min_length=1,
+        max_length=DEFAULT_MAX_TEXT,
+        pattern=TEXT_PATTERN,
+        description="What the user says",
+    )
     language: Language | None = None
     task_id: StrictStr | None = Field(
         None,
@@ -210,6 +216,7 @@ def say(request: Request, who: Who, session_id: Id, body: Say) -> TurnOut:
     turn = state.conversation.handle(
         who.acts, body.text, session_id, language=body.language, task_id=body.task_id
     )
+    state.embed_later(who.acts, CONVERSATION)
     state.metrics.turns.inc()
     state.metrics.turn_latency.observe(time.perf_counter() - started)
     for action in turn.actions:

@@ -4,12 +4,14 @@ top of it, long-term memory, the rate limiter and the metrics."""
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..conversation import Conversation
 from ..errors import RelaystateError
 from ..memory.longterm import LongTermMemory
+from ..memory.recorder import MemoryLayers
 from ..runtime import Runtime
 from ..scope import Scope
 from .limits import RateLimiter
@@ -24,23 +26,43 @@ class ServerState:
     conversation: Conversation
     limiter: RateLimiter
     metrics: Metrics
-    memory: LongTermMemory | None = None
-    _embedding: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="relaystate-embed")
-    )
+    layers: MemoryLayers | None = None
+    _embedding: ThreadPoolExecutor | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _queued: set[tuple[str, str]] = field(default_factory=set, repr=False)
+
+    @property
+    def memory(self) -> LongTermMemory | None:
+        return None if self.layers is None else self.layers.longterm
 
     def embed_later(self, scope: Scope, namespace: str) -> None:
-        """Embed a namespace's new items in the background (one thread: the embedder is the
-        bottleneck, and a request must not wait for it)."""
-        if self.memory is not None and self.memory.embedder is not None:
-            self._embedding.submit(self._embed, scope, namespace)
+        """Embed a namespace's new items and rebuild its conversation layers in the
+        background (one thread: the embedder is the bottleneck, and a request must not wait
+        for it). Requests for a namespace already waiting its turn are one job."""
+        if self.memory is None:
+            return
+        key = (scope.user_id or "", namespace)
+        with self._lock:  # made on first use, again after a lifespan ended (tests run several)
+            if key in self._queued:
+                return
+            if self._embedding is None:
+                self._embedding = ThreadPoolExecutor(1, thread_name_prefix="relaystate-embed")
+            self._queued.add(key)
+            self._embedding.submit(self._embed, scope, namespace, key)
 
-    def _embed(self, scope: Scope, namespace: str) -> None:
+    def _embed(self, scope: Scope, namespace: str, key: tuple[str, str]) -> None:
         assert self.memory is not None
+        with self._lock:
+            self._queued.discard(key)
         try:
             self.memory.embed_pending(scope, namespace)
-        except RelaystateError as exc:  # the items stay unembedded; the next add retries
+            self.memory.build_layers(scope, namespace)
+        except RelaystateError as exc:  # the items stay as they are; the next add retries
             log.warning("embedding %s failed: %s", namespace, exc)
 
     def close(self) -> None:
-        self._embedding.shutdown(wait=True, cancel_futures=True)
+        """Stop embedding (what was not embedded yet is, after the next add or turn)."""
+        with self._lock:
+            executor, self._embedding = self._embedding, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)

@@ -19,6 +19,7 @@ from .roles import (
     SchemaAdmin,
     SessionStore,
     TaskStore,
+    WorkingMemory,
 )
 from .sqlite import SQLiteStore
 
@@ -34,6 +35,7 @@ __all__ = [
     "SessionStore",
     "Stores",
     "TaskStore",
+    "WorkingMemory",
     "open_backend",
     "open_store",
     "translate_error",

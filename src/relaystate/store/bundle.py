@@ -22,12 +22,14 @@ from .roles import (
     SchemaAdmin,
     SessionStore,
     TaskStore,
+    WorkingMemory,
 )
 
 
 class Stores:
     """One object per role: ``tasks``, ``sessions``, ``coordination``, ``identities`` (the
-    HTTP API's keys), ``memories`` (long-term memory) and ``schema``."""
+    HTTP API's keys), ``memories`` (long-term memory), ``working`` (working memory and the
+    memory graph) and ``schema``."""
 
     def __init__(
         self,
@@ -37,6 +39,7 @@ class Stores:
         schema: SchemaAdmin | None = None,
         identities: Identities | None = None,
         memories: Memories | None = None,
+        working: WorkingMemory | None = None,
     ) -> None:
         self.tasks = tasks
         self.sessions = sessions
@@ -44,6 +47,7 @@ class Stores:
         self.schema = schema
         self.identities = identities
         self.memories = memories
+        self.working = working
         self.url = tasks.url
         # The commit can carry the turn's session and messages when they live in the same
         # database as the task (directly, or behind a cache of that database).
@@ -57,7 +61,8 @@ class Stores:
             raise StoreURLError(f"{type(backend).__name__} cannot hold tasks and sessions")
         schema = backend if isinstance(backend, SchemaAdmin) else None
         memories = getattr(backend, "memories", None)
-        return cls(backend, sessions or backend, backend, schema, backend, memories)
+        working = getattr(backend, "working", None)
+        return cls(backend, sessions or backend, backend, schema, backend, memories, working)
 
     def commit(self, commit: Commit) -> None:
         """The task change, then what its turn said: one transaction where one database

@@ -28,7 +28,8 @@ from ..model import (
 )
 from ..scope import Scope
 from .roles import ONE_READ_TURN, Backend, Commit
-from .sqlite_memory import SQLiteMemories, private_memories
+from .sqlite_memory import Read, SQLiteMemories, Tx, private_database
+from .sqlite_working import SQLiteWorkingMemory
 
 Row = dict[str, object]
 
@@ -49,21 +50,30 @@ class InMemoryStore(Backend):
         self._workers: dict[str, tuple[WorkerInfo, datetime | None]] = {}
         self._claims: dict[str, tuple[str, datetime]] = {}
         self._keys_by_id: dict[str, ApiKey] = {}
-        self._memories: tuple[SQLiteMemories, Callable[[], None]] | None = None
+        self._memory_db: tuple[Tx, Read, Callable[[], None]] | None = None
+
+    def _private(self) -> tuple[Tx, Read, Callable[[], None]]:
+        """Memory lives in a private in-memory SQLite database, made on first use."""
+        with self._lock:
+            if self._memory_db is None:
+                self._memory_db = private_database()
+            return self._memory_db
 
     @property
     def memories(self) -> SQLiteMemories:
-        """Long-term memory in a private in-memory SQLite database, made on first use."""
-        with self._lock:
-            if self._memories is None:
-                self._memories = private_memories()
-            return self._memories[0]
+        tx, read, _ = self._private()
+        return SQLiteMemories(tx, read)
+
+    @property
+    def working(self) -> SQLiteWorkingMemory:
+        tx, read, _ = self._private()
+        return SQLiteWorkingMemory(tx, read)
 
     def close(self) -> None:
         with self._lock:
-            if self._memories is not None:
-                self._memories[1]()
-                self._memories = None
+            if self._memory_db is not None:
+                self._memory_db[2]()
+                self._memory_db = None
 
     # -- tasks, actions, journal -------------------------------------------------------
     def commit(self, commit: Commit) -> None:

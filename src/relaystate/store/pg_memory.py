@@ -77,6 +77,17 @@ class PostgresMemories(Memories):
         )
         return int(rows[0][0])
 
+    def latest_memories(
+        self, user_id: str, namespace: str, *, task_id: str | None = None, limit: int
+    ) -> list[MemoryItem]:
+        sql = f"SELECT {_COLUMNS} FROM memories WHERE user_id = %s AND namespace = %s"
+        args: list[object] = [user_id, namespace]
+        if task_id is not None:
+            sql += " AND task_id = %s"
+            args.append(task_id)
+        rows = self._rows(sql + " ORDER BY at DESC NULLS LAST, n DESC LIMIT %s", [*args, limit])
+        return [_item(r) for r in reversed(rows)]
+
     def search_words(
         self,
         user_id: str,

@@ -56,6 +56,7 @@ from ..scope import Scope
 from . import schema
 from .pg_connections import Conn, Connections
 from .pg_memory import PostgresMemories
+from .pg_working import PostgresWorkingMemory
 from .roles import DURABLE, ONE_READ_TURN, SHARED, Backend, Commit, SchemaAdmin
 
 DEFAULT_POOL_SIZE = 10
@@ -522,6 +523,11 @@ class PostgresStore(Backend, SchemaAdmin):
     def memories(self) -> PostgresMemories:
         """Long-term memory in this database (its own tables, the same connections)."""
         return PostgresMemories(self._conn)
+
+    @property
+    def working(self) -> PostgresWorkingMemory:
+        """Working memory (facts, summaries) in this database."""
+        return PostgresWorkingMemory(self._conn)
 
     def close(self) -> None:
         self._connections.close()

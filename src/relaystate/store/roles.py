@@ -9,6 +9,8 @@
 ``Identities``     the HTTP API's keys (hashed), by user
 ``Memories``       long-term memory: items per user and namespace, their full-text index
                    and their vectors (one per embedder)
+``WorkingMemory``  facts with validity intervals (a task's key entities, the memory graph)
+                   and the summaries of a task's older turns
 =================  =====================================================================
 
 A backend subclasses the roles it plays; :class:`~relaystate.store.bundle.Stores` binds one
@@ -32,11 +34,13 @@ from ..model import (
     OPEN_TASK_STATUSES,
     Action,
     ApiKey,
+    Fact,
     JournalEntry,
     MemoryItem,
     Message,
     Session,
     Snapshot,
+    Summary,
     Task,
     TaskState,
     TaskStatus,
@@ -292,6 +296,12 @@ class Memories(_Closable, ABC):
         """How many items the namespace holds."""
 
     @abstractmethod
+    def latest_memories(
+        self, user_id: str, namespace: str, *, task_id: str | None = None, limit: int
+    ) -> list[MemoryItem]:
+        """The ``limit`` latest items by time (of one task, if given), oldest first."""
+
+    @abstractmethod
     def search_words(
         self,
         user_id: str,
@@ -327,6 +337,47 @@ class Memories(_Closable, ABC):
     def memory_generation(self, user_id: str, namespace: str) -> int:
         """A number that changes whenever the namespace's items or vectors do (what a
         process-local cache of its vectors is keyed on)."""
+
+
+class WorkingMemory(_Closable, ABC):
+    """Facts and summaries; every call names its user and sees only that user's rows."""
+
+    @abstractmethod
+    def record_facts(self, facts: Sequence[Fact]) -> list[Fact]:
+        """Record facts in one transaction, each against what is current then: a fact equal
+        to the current one changes nothing; a new value of a ``single`` predicate closes the
+        current one at its ``valid_from``; an object None only closes. Returns the facts
+        recorded (with their ``seq``)."""
+
+    @abstractmethod
+    def current_facts(
+        self,
+        user_id: str,
+        *,
+        subjects: Sequence[str] | None = None,
+        touching: Sequence[str] | None = None,
+        at: datetime | None = None,
+    ) -> list[Fact]:
+        """Facts valid at ``at`` (default: still open): about these ``subjects``, or whose
+        subject or text object is one of the ``touching`` nodes (case-insensitive), in the
+        order they were recorded."""
+
+    @abstractmethod
+    def fact_history(self, user_id: str, subject: str, predicate: str | None = None) -> list[Fact]:
+        """Every fact ever recorded about ``subject`` (and ``predicate``), oldest first."""
+
+    @abstractmethod
+    def add_summary(self, summary: Summary) -> None:
+        """Store a new summary (its id is new for its user)."""
+
+    @abstractmethod
+    def merge_summaries(self, user_id: str, parts: Sequence[str], into: Summary) -> None:
+        """Store ``into`` and mark ``parts`` merged into it, in one transaction; a part
+        already merged (by a concurrent merge) is a VersionConflict and nothing changes."""
+
+    @abstractmethod
+    def summaries(self, user_id: str, task_id: str, *, live: bool = True) -> list[Summary]:
+        """A task's summaries, oldest first; ``live``: only those not merged into another."""
 
 
 class Backend(TaskStore, SessionStore, Coordination, Identities):

@@ -39,6 +39,7 @@ from . import schema
 from .roles import DURABLE, SHARED, Backend, Commit, SchemaAdmin
 from .sqlite_files import check_tables, finish, rollback, translated
 from .sqlite_memory import SQLiteMemories
+from .sqlite_working import SQLiteWorkingMemory
 
 
 def _dumps(value: object) -> str:
@@ -484,6 +485,11 @@ class SQLiteStore(Backend, SchemaAdmin):
     def memories(self) -> SQLiteMemories:
         """Long-term memory in this file (its own tables, the same connection and lock)."""
         return SQLiteMemories(self._tx, self._read)
+
+    @property
+    def working(self) -> SQLiteWorkingMemory:
+        """Working memory (facts, summaries) in this file."""
+        return SQLiteWorkingMemory(self._tx, self._read)
 
     def close(self) -> None:
         with self._lock:

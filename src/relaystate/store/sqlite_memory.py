@@ -26,6 +26,8 @@ Tx = Callable[[], AbstractContextManager[sqlite3.Connection]]
 Read = Callable[[str, Sequence[object]], list[tuple[Any, ...]]]
 
 _COLUMNS = "id, user_id, namespace, text, at, source, task_id, data"
+MEMORY_STEPS = (6, 7)
+"""The SQLite schema steps of long-term and working memory."""
 
 
 def owner_token(user_id: str, namespace: str) -> str:
@@ -85,6 +87,17 @@ class SQLiteMemories(Memories):
             (user_id, namespace),
         )
         return int(rows[0][0])
+
+    def latest_memories(
+        self, user_id: str, namespace: str, *, task_id: str | None = None, limit: int
+    ) -> list[MemoryItem]:
+        sql = f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND namespace = ?"
+        args: list[object] = [user_id, namespace]
+        if task_id is not None:
+            sql += " AND task_id = ?"
+            args.append(task_id)
+        rows = self._read(sql + " ORDER BY at DESC, n DESC LIMIT ?", [*args, limit])
+        return [_item(r) for r in reversed(rows)]
 
     def search_words(
         self,
@@ -153,16 +166,16 @@ class SQLiteMemories(Memories):
         return int(rows[0][0]) if rows else 0
 
 
-def private_memories() -> tuple[SQLiteMemories, Callable[[], None]]:
-    """Memory in a private in-memory SQLite database (for ``memory://`` stores), and how to
-    close it."""
+def private_database() -> tuple[Tx, Read, Callable[[], None]]:
+    """A private in-memory SQLite database with the memory tables (schema steps 6 and 7),
+    for ``memory://`` stores: how to write, how to read, how to close it."""
     from . import schema
     from .sqlite import _statements
 
     db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     lock = threading.RLock()
     for step in schema.steps("sqlite"):
-        if step.version == 6:
+        if step.version in MEMORY_STEPS:
             for statement in _statements(step.sql):
                 db.execute(statement)
 
@@ -173,7 +186,7 @@ def private_memories() -> tuple[SQLiteMemories, Callable[[], None]]:
         with lock:
             return db.execute(sql, args).fetchall()
 
-    return SQLiteMemories(tx, read), db.close
+    return tx, read, db.close
 
 
 @contextmanager

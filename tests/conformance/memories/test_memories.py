@@ -135,3 +135,23 @@ def test_vectors_per_embedder_and_what_still_needs_one(memories: Memories) -> No
     memories.put_memories([item("a", "one, rewritten")], at=T0)  # its vector is stale: gone
     assert [i for i, _ in memories.load_vectors("alice", "chat", "e1")] == ["b"]
     assert {m.id for m in memories.unembedded("alice", "chat", "e1", limit=10)} == {"a", "c"}
+
+
+def test_the_latest_items_of_a_namespace_or_a_task(memories: Memories) -> None:
+    memories.put_memories(
+        [
+            item("t3", "third", days=3, task_id="a"),
+            item("t1", "first", days=1, task_id="a"),
+            item("t2", "second", days=2, task_id="b"),
+            item("t4", "fourth", days=4, task_id="a"),
+        ],
+        at=T0,
+    )
+    latest = memories.latest_memories("alice", "chat", limit=2)
+    assert [m.id for m in latest] == ["t3", "t4"]  # oldest first
+    assert [m.id for m in memories.latest_memories("alice", "chat", task_id="a", limit=9)] == [
+        "t1",
+        "t3",
+        "t4",
+    ]
+    assert memories.latest_memories("bob", "chat", limit=9) == []
