@@ -15,18 +15,20 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal
 
 from .. import inputs
 from ..errors import InvalidInput, StoreURLError
 from ..model import MemoryItem
 from ..scope import Scope, checked
 from ..store.roles import Memories, MemoryFilter
-from . import recall
 from .embed import Embedder
 from .terms import query_terms
+
+if TYPE_CHECKING:  # numpy and recall load on the first vector or conversation search:
+    import numpy as np  # a turn that only records memory never needs them
+
+    from . import recall
 
 Mode = Literal["hybrid", "keyword", "vector"]
 MODES: tuple[Mode, ...] = ("hybrid", "keyword", "vector")
@@ -186,6 +188,8 @@ class LongTermMemory:
         ``metadata["session"]``) into ``NAMESPACE~window`` and ``NAMESPACE~session``; from
         then on, search there uses them (:mod:`relaystate.memory.recall`). Run it again
         after adding turns. Returns how many documents were written."""
+        from . import recall
+
         user = owner(scope)
         inputs.identifier(namespace, "namespace")
         items = self.memories.latest_memories(user, namespace, limit=ALL)
@@ -202,6 +206,10 @@ class LongTermMemory:
         self, user: str, namespace: str, query: str, k: int, *, vectors: bool
     ) -> list[Hit] | None:
         """Layered recall, when the namespace has its layers built (else None)."""
+        import numpy as np
+
+        from . import recall
+
         conv = self._conversation(user, namespace)
         if conv is None:
             return None
@@ -236,6 +244,8 @@ class LongTermMemory:
     def _conversation(self, user: str, namespace: str) -> recall.Conversation | None:
         """The namespace's conversation (turn order, sessions, speakers, vectors), cached
         until the namespace or its layers change; None without layers."""
+        from . import recall
+
         name = self.embedder.name if self.embedder is not None else ""
         generation = (
             self.memories.memory_generation(user, namespace),
@@ -260,6 +270,8 @@ class LongTermMemory:
     def _nearest(
         self, user: str, namespace: str, query: str, k: int, where: MemoryFilter | None
     ) -> list[str]:
+        import numpy as np
+
         assert self.embedder is not None
         ids, matrix = self._vectors(user, namespace, where)
         if not ids:
@@ -348,10 +360,14 @@ def _checked(item: MemoryItem, user: str, namespace: str, at: int) -> MemoryItem
 
 
 def _blob(vector: Sequence[float]) -> bytes:
+    import numpy as np
+
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
 def _matrix(rows: list[tuple[str, bytes]]) -> tuple[list[str], np.ndarray]:
+    import numpy as np
+
     if not rows:
         return [], np.zeros((0, 0), dtype=np.float32)
     ids = [i for i, _ in rows]
