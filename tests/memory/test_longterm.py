@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
-from relaystate import Scope, open_store
+from relaystate import Scope
 from relaystate.errors import InvalidInput
 from relaystate.memory.embed import HashEmbedder, Kind, Vector
 from relaystate.memory.longterm import LongTermMemory, fuse
@@ -31,14 +30,6 @@ class Counting(HashEmbedder):
     def embed(self, texts: Sequence[str], *, kind: Kind) -> list[Vector]:
         self.seen.extend(texts)
         return super().embed(texts, kind=kind)
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
-    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/m.db"
-    opened = open_store(url)
-    yield opened
-    opened.close()
 
 
 def memory(stores: Stores, embedder: HashEmbedder | None = None) -> LongTermMemory:

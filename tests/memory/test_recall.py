@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
-from pathlib import Path
 
 import pytest
 
-from relaystate import Scope, open_store
+from relaystate import Scope
 from relaystate.memory.embed import HashEmbedder
 from relaystate.memory.longterm import LongTermMemory
 from relaystate.memory.recall import date_asked, derived
 from relaystate.model import MemoryItem
+from relaystate.store import Stores
 from relaystate.store.roles import MemoryFilter
 
 ME = Scope.user("u1")
@@ -59,8 +59,7 @@ def turns() -> list[MemoryItem]:
 
 
 @pytest.fixture(params=[None, "hash"])
-def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LongTermMemory]:
-    stores = open_store(f"sqlite:///{tmp_path}/r.db")
+def memory(request: pytest.FixtureRequest, stores: Stores) -> Iterator[LongTermMemory]:
     embedder = HashEmbedder(dimension=128) if request.param else None
     mem = LongTermMemory(
         stores.memories, clock=lambda: datetime(2024, 1, 1, tzinfo=UTC), embedder=embedder
@@ -68,7 +67,6 @@ def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LongTermM
     mem.add(ME, "chat", turns())
     mem.embed_pending(ME, "chat")
     yield mem
-    stores.close()
 
 
 def ids(mem: LongTermMemory, question: str, k: int = 3, **kw: object) -> list[str]:

@@ -3,13 +3,10 @@ turns they cover and merge recursively) and the memory graph, on memory and SQLi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
-from relaystate import open_store
 from relaystate.errors import InvalidInput
 from relaystate.memory.graph import MemoryGraph, candidates
 from relaystate.memory.summarize import Said, extractive
@@ -25,13 +22,6 @@ class Clock:
     def __call__(self) -> datetime:
         self.now += timedelta(seconds=1)
         return self.now
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
-    opened = open_store("memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/w.db")
-    yield opened
-    opened.close()
 
 
 def task(**slots: object) -> Task:
