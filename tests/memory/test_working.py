@@ -3,6 +3,7 @@ turns they cover and merge recursively) and the memory graph, on memory and SQLi
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,6 +14,7 @@ from relaystate.memory.summarize import Said, extractive
 from relaystate.memory.working import TaskMemory
 from relaystate.model import Task
 from relaystate.store import Stores
+from tests.llm.test_openai_model import ChatServer, Reply, _Handler, _Server, completion
 
 
 class Clock:
@@ -116,3 +118,39 @@ def test_name_candidates_cover_words_and_chinese() -> None:
     found = candidates("Where does Mary Jane live? 我朋友住在北京")
     assert "mary jane" in found and "where does mary jane" in found and "北京" in found
     assert len(candidates("word " * 1000)) <= 400
+
+
+# -- abstractive summaries from a configured model (its wire protocol, a local server) ------
+def test_a_models_summary_is_kept_only_when_faithful_to_its_turns(stores: Stores) -> None:
+    from relaystate.llm.openai import OpenAICompatibleModel
+
+    httpd = _Server(("127.0.0.1", 0), _Handler)
+    chat = ChatServer(url=f"http://127.0.0.1:{httpd.server_address[1]}/v1")
+    httpd.chat = chat
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        model = OpenAICompatibleModel(chat.url, "k", "m", timeout=2.0, retries=0, backoff=0.01)
+        mem = TaskMemory(stores.working, clock=Clock(), model=model)
+        said = [
+            Said("s:1", "user", "I need a flight to Tokyo on June 3 for 2 people."),
+            Said("s:2", "agent", "Economy or business?"),
+            Said("s:3", "user", "Business, and my name is Alice Wang."),
+        ]
+        chat.script(Reply(completion("Alice Wang wants 2 business seats to Tokyo on June 3.")))
+        kept = mem.summarize(task(), said)
+        assert kept is not None and kept.text == (
+            "[s:1…s:3] Alice Wang wants 2 business seats to Tokyo on June 3."
+        )
+        assert kept.cites == ("s:1", "s:2", "s:3")
+        assert "Summarize" in chat.last.body["messages"][0]["content"]
+        # an invented number or name: the extractive summary stands instead
+        more = [Said("s:4", "user", "Please add a vegetarian meal."), Said("s:5", "agent", "Done.")]
+        chat.script(Reply(completion("Bob asked for 3 vegetarian meals.")))
+        fallback = mem.summarize(task(), more)
+        assert fallback is not None and fallback.text.startswith("[s:4] user: Please add")
+    finally:
+        chat.stop.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)

@@ -46,7 +46,7 @@ def _conversation(opts: Options) -> Conversation:
     except ValueError as exc:  # its documented answer to a malformed RELAYSTATE_MODEL_* value
         raise ConfigError(str(exc)) from None
     runtime = opts.runtime()
-    recorder = Recorder(MemoryLayers.of(runtime), clock=runtime.clock)
+    recorder = Recorder(MemoryLayers.of(runtime, model=model), clock=runtime.clock)
     return Conversation(runtime, model, memory=recorder)
 
 

@@ -28,6 +28,7 @@ from .working import TaskMemory
 
 if TYPE_CHECKING:
     from ..conversation.engine import Turn
+    from ..llm import Model
     from ..runtime import Runtime
 
 log = logging.getLogger("relaystate.memory")
@@ -55,13 +56,18 @@ class MemoryLayers:
     graph: MemoryGraph | None
 
     @classmethod
-    def of(cls, runtime: Runtime, *, embedder: Embedder | None = None) -> MemoryLayers:
+    def of(
+        cls, runtime: Runtime, *, embedder: Embedder | None = None, model: Model | None = None
+    ) -> MemoryLayers:
+        """The layers over ``runtime``'s store; ``model`` writes abstractive summaries."""
         stores, clock = runtime.stores, runtime.clock
         return cls(
             None
             if stores.memories is None
             else LongTermMemory(stores.memories, clock=clock, embedder=embedder),
-            None if stores.working is None else TaskMemory(stores.working, clock=clock),
+            None
+            if stores.working is None
+            else TaskMemory(stores.working, clock=clock, model=model),
             None if stores.working is None else MemoryGraph(stores.working, clock=clock),
         )
 

@@ -5,7 +5,7 @@ decision ("yes", "cancel", "change", "confirm"...), a number or a date, ranked b
 holds, cut to a character budget, and put back in the order it was said. Each kept sentence
 starts with its turn id, so a summary cites what it covers line by line, and a summary of
 summaries keeps those ids. A configured model may write abstractive summaries instead
-(``relaystate.memory.working``), checked against these same turns.
+(``relaystate.memory.working``): kept only when :func:`faithful` to the turns they cite.
 """
 
 from __future__ import annotations
@@ -86,3 +86,26 @@ def merged(parts: Sequence[str], terms: Iterable[str] = (), *, budget: int = DEF
             kept.append((order, line))
             used += len(line) + 1
     return "\n".join(line for _, line in sorted(kept))
+
+
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_NAME = re.compile(r"(?<![.!?。！？]\s)(?<!^)\b[A-Z][\w'’-]*[A-Za-z0-9]", re.MULTILINE)
+_CJK_NAME = re.compile(r"[\u4e00-\u9fff]{2,}")
+
+
+def faithful(summary: str, turns: Sequence[Said]) -> bool:
+    """Whether a model's summary says nothing the turns do not: every number, every name
+    (a capitalised word inside a sentence) and, in Chinese, every run of characters of the
+    summary that is no paraphrase must appear in the cited turns. Strict on purpose: a
+    rejected summary costs only the extractive one instead."""
+    source = " ".join(f"{t.speaker} {t.text}" for t in turns).casefold()
+    if any(n not in source for n in _NUMBER.findall(summary)):
+        return False
+    return all(name.casefold() in source for name in _NAME.findall(summary))
+
+
+def abstract_line(turns: Sequence[Said], text: str) -> str:
+    """A model's summary as one cited line: ``[first…last] text``."""
+    first, last = turns[0].id, turns[-1].id
+    cited = first if first == last else f"{first}…{last}"
+    return f"[{cited}] " + " ".join(text.split())

@@ -12,13 +12,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import inputs
 from ..errors import InvalidInput, StoreURLError, VersionConflict
 from ..model import Fact, Summary, Task
 from ..store.roles import WorkingMemory
-from .summarize import DEFAULT_BUDGET, Said, extractive, merged
+from .summarize import DEFAULT_BUDGET, Said, abstract_line, extractive, faithful, merged
+from .terms import CJK_RUN
+
+if TYPE_CHECKING:
+    from ..llm import Model
 
 MAX_LIVE = 6
 """Live summaries of one level a task keeps before the oldest are merged into one."""
@@ -43,6 +47,7 @@ class TaskMemory:
         max_live: int = MAX_LIVE,
         merge: int = MERGE,
         budget: int = DEFAULT_BUDGET,
+        model: Model | None = None,
     ) -> None:
         if working is None:
             raise StoreURLError("this store keeps no working memory")
@@ -51,6 +56,8 @@ class TaskMemory:
         self.working = working
         self.clock = clock
         self.max_live, self.merge, self.budget = max_live, merge, budget
+        self.model = model
+        """Writes abstractive summaries when configured; kept only if faithful to the turns."""
 
     # -- key entities --------------------------------------------------------------------
     def note(
@@ -105,10 +112,26 @@ class TaskMemory:
         if not fresh:
             return None
         text, cites = extractive(fresh, self._terms(task), budget=self.budget)
+        written = self._abstract(fresh)
+        if written is not None:
+            text = written
         summary = Summary(_new_id(task), task.user_id, task.id, 0, text, cites, self.clock())
         self.working.add_summary(summary)
         self._merge(task)
         return summary
+
+    def _abstract(self, turns: Sequence[Said]) -> str | None:
+        """The model's summary of the turns as a cited line, if a model is configured and
+        its summary is faithful to them; else None (the extractive one stands)."""
+        if self.model is None:
+            return None
+        texts = [f"{t.speaker}: {t.text}" for t in turns]
+        language = "zh" if any(CJK_RUN.search(t) for t in texts) else "en"
+        written = self.model.summarize(texts, language=language, max_words=self.budget // 8)
+        if not written or not written.strip() or not faithful(written, turns):
+            return None
+        line = abstract_line(turns, written)
+        return line if len(line) <= self.budget else None
 
     def summaries(self, task: Task) -> list[Summary]:
         """The live summaries (not merged into another), oldest first."""
