@@ -30,6 +30,21 @@ def postgres_server() -> Iterator[str]:
         _unavailable(str(exc))
 
 
+@pytest.fixture
+def pg_cluster() -> Iterator[services.PostgresCluster]:
+    """A PostgreSQL cluster of one test's own, to stop and start under load."""
+    try:
+        found = services.PostgresCluster()
+    except services.Unavailable as exc:
+        _unavailable(str(exc))
+        raise AssertionError("unreachable") from exc
+    try:
+        found.start()
+        yield found
+    finally:
+        found.remove()
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[str]:
     try:

@@ -3,15 +3,11 @@ down, full service after, nothing that was committed lost (issue 9)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from relaystate import Runtime, Scope, open_store
 from relaystate.conversation import Conversation
@@ -23,30 +19,15 @@ from . import services
 TALKERS = 4
 
 
-@pytest.fixture
-def cluster() -> Iterator[services.PostgresCluster]:
-    try:
-        found = services.PostgresCluster()
-    except services.Unavailable as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI needs PostgreSQL: {exc}")
-        pytest.skip(str(exc))
-    try:
-        found.start()
-        yield found
-    finally:
-        found.remove()
-
-
 def test_an_outage_gives_clear_errors_and_loses_nothing(
-    cluster: services.PostgresCluster, tmp_path: Path
+    pg_cluster: services.PostgresCluster, tmp_path: Path
 ) -> None:
     ledger = tmp_path / "ledger.db"
     committed: list[tuple[str, str, str]] = []  # (user, session, task) of turns that returned
     clear: list[str] = []
     other: list[str] = []
     stop = threading.Event()
-    rt = Runtime(open_store(cluster.url), templates(ledger))
+    rt = Runtime(open_store(pg_cluster.url), templates(ledger))
     conv = Conversation(rt)
 
     def talk(i: int) -> None:
@@ -72,12 +53,12 @@ def test_an_outage_gives_clear_errors_and_loses_nothing(
     try:
         time.sleep(1.0)
         before = len(committed)
-        cluster.stop(mode="immediate")  # as a crash: no shutdown checkpoint
+        pg_cluster.stop(mode="immediate")  # as a crash: no shutdown checkpoint
         down = time.monotonic()
         cli = subprocess.run(
             [
                 *(sys.executable, "-m", "relaystate.cli", "say", "--user", "x", "--store"),
-                *(cluster.url, "--ledger", str(ledger), "hello"),
+                *(pg_cluster.url, "--ledger", str(ledger), "hello"),
             ],
             capture_output=True,
             text=True,
@@ -89,7 +70,7 @@ def test_an_outage_gives_clear_errors_and_loses_nothing(
         while not clear and time.monotonic() - down < 30:
             time.sleep(0.1)
         assert clear, "no call failed while the server was down"
-        cluster.start()
+        pg_cluster.start()
         up = time.monotonic()
         during = len(committed)
         while len(committed) <= during and time.monotonic() - up < 30:
@@ -103,7 +84,7 @@ def test_an_outage_gives_clear_errors_and_loses_nothing(
     rt.close()
     assert other == [], other[:3]
     assert before > 0
-    with Runtime(open_store(cluster.url), templates(ledger)) as after:
+    with Runtime(open_store(pg_cluster.url), templates(ledger)) as after:
         last: dict[tuple[str, str], str] = {}
         for user, session, task_id in committed:  # every turn that returned is there
             assert after.task(Scope.user(user), task_id).task.id == task_id

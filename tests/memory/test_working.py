@@ -3,7 +3,6 @@ turns they cover and merge recursively) and the memory graph, on memory and SQLi
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,7 +13,7 @@ from relaystate.memory.summarize import Said, extractive
 from relaystate.memory.working import TaskMemory
 from relaystate.model import Task
 from relaystate.store import Stores
-from tests.llm.test_openai_model import ChatServer, Reply, _Handler, _Server, completion
+from tests.llm.chat_server import Reply, completion, running
 
 
 class Clock:
@@ -124,12 +123,7 @@ def test_name_candidates_cover_words_and_chinese() -> None:
 def test_a_models_summary_is_kept_only_when_faithful_to_its_turns(stores: Stores) -> None:
     from relaystate.llm.openai import OpenAICompatibleModel
 
-    httpd = _Server(("127.0.0.1", 0), _Handler)
-    chat = ChatServer(url=f"http://127.0.0.1:{httpd.server_address[1]}/v1")
-    httpd.chat = chat
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
+    with running() as chat:
         model = OpenAICompatibleModel(chat.url, "k", "m", timeout=2.0, retries=0, backoff=0.01)
         mem = TaskMemory(stores.working, clock=Clock(), model=model)
         said = [
@@ -149,8 +143,3 @@ def test_a_models_summary_is_kept_only_when_faithful_to_its_turns(stores: Stores
         chat.script(Reply(completion("Bob asked for 3 vegetarian meals.")))
         fallback = mem.summarize(task(), more)
         assert fallback is not None and fallback.text.startswith("[s:4] user: Please add")
-    finally:
-        chat.stop.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)

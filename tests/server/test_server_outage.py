@@ -38,21 +38,6 @@ CONVERSATIONS = {  # session -> turns, each answered 200 before the outage
 }
 
 
-@pytest.fixture
-def cluster() -> Iterator[services.PostgresCluster]:
-    try:
-        found = services.PostgresCluster()
-    except services.Unavailable as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI needs PostgreSQL: {exc}")
-        pytest.skip(str(exc))
-    try:
-        found.start()
-        yield found
-    finally:
-        found.remove()
-
-
 class Server:
     """``relaystate serve`` as a real process over ``store``, its output in a log file."""
 
@@ -102,8 +87,8 @@ class Server:
 
 
 @pytest.fixture
-def server(cluster: services.PostgresCluster, tmp_path: Path) -> Iterator[Server]:
-    srv = Server(cluster.url, tmp_path)
+def server(pg_cluster: services.PostgresCluster, tmp_path: Path) -> Iterator[Server]:
+    srv = Server(pg_cluster.url, tmp_path)
     try:
         yield srv
     finally:
@@ -120,7 +105,7 @@ def _unavailable(answer: httpx.Response, what: str) -> None:
 
 
 def test_a_store_outage_answers_503_and_service_resumes_by_itself(
-    cluster: services.PostgresCluster, server: Server
+    pg_cluster: services.PostgresCluster, server: Server
 ) -> None:
     key = json.loads(server.cli("users", "create", "alice", "--json"))["api_key"]
     server.start()
@@ -143,7 +128,7 @@ def test_a_store_outage_answers_503_and_service_resumes_by_itself(
     assert flight["status"] == "done" and flight["actions"], flight
 
     # -- PostgreSQL goes away, as by a crash -------------------------------------------------
-    cluster.stop(mode="immediate")
+    pg_cluster.stop(mode="immediate")
     down = time.monotonic()
     slowest = 0.0
     for round_ in range(2):  # the first requests find broken pooled connections, then refusals
@@ -174,7 +159,7 @@ def test_a_store_outage_answers_503_and_service_resumes_by_itself(
     print(f"store down: every answer a 503 (slowest {slowest:.2f} s)")
 
     # -- PostgreSQL is back: the same process serves again, without a restart ----------------
-    cluster.start()
+    pg_cluster.start()
     up = time.monotonic()
     while True:
         answer = api.get("/v1/me")

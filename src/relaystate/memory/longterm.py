@@ -95,14 +95,7 @@ class LongTermMemory:
         """Add or replace items (each keeps its own id) of the scope's user. Every item is
         checked before any is written; then one transaction per ``BATCH`` items. Their
         vectors are made later (:meth:`embed_pending`)."""
-        ready = checked_items(scope, namespace, items)
-        at = self.clock()
-        for start in range(0, len(ready), BATCH):
-            part = ready[start : start + BATCH]
-            self.memories.put_memories(part, at=at)
-            if progress is not None:
-                progress(len(part))
-        return len(ready)
+        return self._write(checked_items(scope, namespace, items), progress)
 
     def embed_pending(
         self,
@@ -193,14 +186,17 @@ class LongTermMemory:
         user = owner(scope)
         inputs.identifier(namespace, "namespace")
         items = self.memories.latest_memories(user, namespace, limit=ALL)
-        made = recall.derived(items, namespace)
+        return self._write(recall.derived(items, namespace), progress)
+
+    def _write(self, items: Sequence[MemoryItem], progress: Callable[[int], None] | None) -> int:
+        """Checked items, one transaction per ``BATCH``."""
         at = self.clock()
-        for start in range(0, len(made), BATCH):
-            part = made[start : start + BATCH]
+        for start in range(0, len(items), BATCH):
+            part = items[start : start + BATCH]
             self.memories.put_memories(part, at=at)
             if progress is not None:
                 progress(len(part))
-        return len(made)
+        return len(items)
 
     def _layered(
         self, user: str, namespace: str, query: str, k: int, *, vectors: bool
