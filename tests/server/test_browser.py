@@ -3,7 +3,10 @@
 Alice signs in with her API key, books a flight through the chat panel, the server process
 is restarted between two turns, she continues in the same page, watches the Task reach
 ``done`` with its Actions and journal shown, and moves the replay slider back to see the
-Task as it was. Screenshots of every step go to the test's tmp_path (printed).
+Task as it was. Then she searches her memory (every chat turn is recorded in the namespace
+``conversation``) and opens the Task's Context: the prompt its next turn would get within a
+token budget and why each candidate was kept or dropped. Screenshots of every step go to the
+test's tmp_path (printed), a phone-sized one at the end.
 
 Never ``playwright install``: only the system Chromium is used. Without it the test skips;
 under ``CI=true`` it fails instead, so CI cannot pass by skipping.
@@ -152,8 +155,8 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
             crashes: list[str] = []
             page.on("pageerror", lambda err: crashes.append(str(err)))
 
-            def shot(name: str) -> None:
-                page.screenshot(path=shots / f"{name}.png", full_page=True)
+            def shot(name: str, *, full_page: bool = True) -> None:
+                page.screenshot(path=shots / f"{name}.png", full_page=full_page)
                 print(f"  {time.monotonic() - started:5.1f} s  {name}")
 
             def say(text: str, reply: str | re.Pattern[str]) -> None:
@@ -259,7 +262,67 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
             shot("08-replayed-v2")
             expect(task_page).to_have_attribute("data-status", "done")  # the live Task is not
 
-            # 6. A reload continues: the key, the Session's messages, the open Task.
+            # 6. Memory search: her turns are in the namespace "conversation".
+            page.click("#memory-link")
+            expect(page.locator("#memory-query")).to_be_focused()
+            expect(page.locator("#memory-namespace")).to_have_value("conversation")
+            page.fill("#memory-query", "Shanghai")
+            page.click("#memory-search")
+            hits = page.locator("#memory-hits .hit")
+            first_turn = hits.filter(has_text="book a flight from Beijing to Shanghai")
+            expect(first_turn).to_have_count(1)
+            expect(first_turn).to_have_attribute("data-role", "user")
+            expect(first_turn.locator("mark")).to_have_text("Shanghai")
+            expect(page.locator("#memory-status")).to_contain_text("for “Shanghai” in conversation")
+            assert hits.count() >= 2, "the agent's confirmation mentions Shanghai too"
+            shot("09-memory-search")
+            # An empty namespace answers no hits; a namespace the API refuses shows its message.
+            page.fill("#memory-namespace", "nothing-here")
+            page.click("#memory-search")
+            expect(page.locator("#memory-status")).to_have_text(
+                "No hits for “Shanghai” in nothing-here (hybrid)."
+            )
+            expect(hits).to_have_count(0)
+            page.fill("#memory-namespace", "n" * 201)
+            page.click("#memory-search")
+            expect(page.locator("#memory-error")).to_contain_text("invalid_input: path.namespace")
+            page.fill("#memory-namespace", "conversation")
+            page.select_option("#memory-mode", "keyword")
+            page.click("#memory-search")
+            expect(first_turn).to_have_count(1)
+            expect(page.locator("#memory-error")).to_be_hidden()
+
+            # 7. The Task's Context: the prompt within a budget, and every candidate's fate.
+            page.click("#context-summary")
+            usage = page.locator("#context-usage")
+            expect(usage).to_contain_text("/ 1000 tokens")  # the default budget
+            page.select_option("#context-budget", "500")
+            expect(usage).to_contain_text("/ 500 tokens")
+            prompt = page.locator("#context-prompt")
+            expect(prompt).to_have_text(re.compile(r"^Task state:\n.*stage done", re.S))
+            expect(prompt).to_contain_text("Recent turns:\nUser: book a flight")
+            candidates = page.locator("#context-table tr.candidate")
+            kept = page.locator("#context-table tr.candidate.kept")
+            dropped = page.locator("#context-table tr.candidate.dropped")
+            expect(kept.filter(has_text="task:state")).to_contain_text("kept: critical")
+            expect(dropped.first).to_contain_text("dropped: duplicate of turn:")
+            assert kept.count() >= 6 and dropped.count() >= 1, (kept.count(), dropped.count())
+            tokens = int(page.locator("#context-result").get_attribute("data-tokens") or 0)
+            assert 0 < tokens <= 500, tokens
+            page.select_option("#context-layer", "recent")
+            expect(candidates).to_have_count(6)  # the six turns of the conversation
+            expect(
+                page.locator("#context-table tr.candidate:not([data-layer=recent])")
+            ).to_have_count(0)
+            shot("10-context-500")
+            # A budget too small for everything: candidates dropped as over budget.
+            page.select_option("#context-layer", "")
+            page.select_option("#context-budget", "100")
+            expect(usage).to_contain_text("/ 100 tokens")
+            expect(dropped.filter(has_text="over budget").first).to_be_visible()
+            shot("11-context-100")
+
+            # 8. A reload continues: the key, the Session's messages, the open Task.
             page.reload()
             expect(page.locator("#user-id")).to_have_text("alice")
             expect(page.locator("#chat-log .msg")).to_have_count(6)
@@ -267,12 +330,26 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
                 re.compile("book a flight from Beijing to Shanghai")
             )
             expect(task_page).to_have_attribute("data-status", "done")
-            shot("09-reloaded")
+            shot("12-reloaded")
             page.set_viewport_size({"width": 390, "height": 844})
             expect(page.locator("#chat-input")).to_be_visible()
-            shot("10-phone")
+            shot("13-phone")
+            # The Context and the memory search on the phone: stacked, nothing sideways.
+            page.click("#context-summary")
+            expect(prompt).to_have_text(re.compile(r"^Task state:"))
+            top = "e => e.scrollIntoView({block: 'start'})"
+            page.locator("#context-section").evaluate(top)
+            shot("14-phone-context", full_page=False)
+            page.click("#memory-link")
+            page.fill("#memory-query", "Alice Wang")
+            page.click("#memory-search")
+            expect(hits.filter(has_text="for Alice Wang")).to_have_count(1)
+            wide: Any = page.evaluate("document.documentElement.scrollWidth")
+            assert wide <= 390, f"the page is {wide} px wide on a 390 px phone"
+            page.locator("#memory-status").evaluate(top)
+            shot("15-phone-memory", full_page=False)
 
-            # 7. Sign out forgets the key.
+            # 9. Sign out forgets the key.
             page.click("#sign-out")
             expect(page.locator("#sign-in-panel")).to_be_visible()
             stored: Any = page.evaluate("localStorage.getItem('relaystate.key')")

@@ -19,6 +19,11 @@ const state = {
   replaySeq: 0, // answers to older slider positions are dropped
   replayed: null, // "taskId@version" shown in #replayed-state (a past version never changes)
   followLatest: true, // the slider stays on the newest entry until the user moves it
+  contextSeq: 0, // answers to older context requests are dropped
+  contextFor: null, // "taskId@version budget query" the Context section shows
+  contextTimer: null,
+  contextData: null, // the last context answer, for the layer filter
+  memorySeq: 0, // answers to older memory searches are dropped
 };
 
 const $ = (sel) => document.querySelector(sel);
@@ -80,9 +85,12 @@ async function api(method, path, body, key = state.key) {
   return data;
 }
 
+function errorText(err) {
+  return err instanceof ApiError ? `${err.code}: ${err.message}` : String(err.message || err);
+}
+
 function showError(err) {
-  const text = err instanceof ApiError ? `${err.code}: ${err.message}` : String(err.message || err);
-  $("#error-text").textContent = text;
+  $("#error-text").textContent = errorText(err);
   $("#error-banner").hidden = false;
   // A key that stopped working (revoked) sends the user back to the sign-in form.
   if (err instanceof ApiError && err.status === 401 && state.me) signOut(err.message);
@@ -173,6 +181,7 @@ function signOut(reason) {
   $("#key-input").value = "";
   $("#chat-log").replaceChildren();
   $("#task-list").replaceChildren();
+  clearMemory();
   if (typeof reason === "string" && reason) {
     $("#error-text").textContent = `Signed out: ${reason}`;
     $("#error-banner").hidden = false;
@@ -243,7 +252,10 @@ async function sendMessage(text) {
     addMessage("assistant", turn.reply, turn.task && turn.task.id);
     input.value = "";
     await loadTasks();
-    if (turn.task && turn.task.id === state.taskId) refreshTask();
+    if (turn.task && turn.task.id === state.taskId) {
+      refreshTask();
+      scheduleContext(true); // the turn is in memory now, whatever the Task's version
+    }
   } catch (err) {
     addMessage("error", `${err.code || "error"}: ${err.message}`);
     showError(err);
@@ -337,6 +349,7 @@ function closeTask() {
   state.history = null;
   state.replayed = null;
   $("#replayed-state").replaceChildren();
+  clearContext();
   $("#task-page").hidden = true;
   delete $("#task-page").dataset.taskId;
   setLive("off", "offline");
@@ -390,6 +403,7 @@ function showTask(task) {
   renderActions(task.actions || []);
   renderSlots(task);
   renderTimeline();
+  scheduleContext(false);
 }
 
 function renderControls(task) {
@@ -533,6 +547,221 @@ function renderSlots(task) {
     );
   });
   $("#slots-table tbody").replaceChildren(...rows);
+}
+
+// ---- the Task's context (what its next turn is given from memory) ---------------------
+
+function contextKey() {
+  const t = state.task;
+  if (!t) return null;
+  return `${t.id}@${t.version} ${$("#context-budget").value} ${$("#context-query").value.trim()}`;
+}
+
+// Fetch the context if the section is open and what it shows is stale (another Task, version,
+// budget or query); `force` also when nothing of those changed (a turn added to memory).
+// Coalesced: an event, a turn and a refresh arriving together make one request.
+function scheduleContext(force) {
+  if (!$("#context-section").open || !state.task) return;
+  if (!force && state.contextFor === contextKey()) return;
+  clearTimeout(state.contextTimer);
+  state.contextTimer = setTimeout(loadContext, 80);
+}
+
+async function loadContext() {
+  clearTimeout(state.contextTimer);
+  const task = state.task;
+  if (!task || !$("#context-section").open) return;
+  const seq = ++state.contextSeq;
+  const key = contextKey();
+  const budget = $("#context-budget").value;
+  const query = $("#context-query").value.trim();
+  const params = new URLSearchParams({ budget });
+  if (query) params.set("q", query);
+  const url = `/v1/tasks/${encodeURIComponent(task.id)}/context?${params}`;
+  const section = $("#context-section");
+  section.dataset.loading = "true";
+  try {
+    const data = await api("GET", url);
+    if (seq !== state.contextSeq || !state.task || state.task.id !== task.id) return;
+    state.contextFor = key;
+    state.contextData = data;
+    $("#context-error").hidden = true;
+    renderContext(data);
+  } catch (err) {
+    if (seq !== state.contextSeq) return;
+    state.contextFor = null;
+    $("#context-error").textContent = errorText(err);
+    $("#context-error").hidden = false;
+    if (err instanceof ApiError && err.status === 401) showError(err);
+  } finally {
+    if (seq === state.contextSeq) delete section.dataset.loading;
+  }
+}
+
+function renderContext(data) {
+  const result = $("#context-result");
+  result.hidden = false;
+  result.dataset.tokens = String(data.tokens);
+  result.dataset.budget = String(data.budget);
+  $("#context-usage").replaceChildren(
+    h("progress", {
+      max: Math.max(data.budget, 1),
+      value: Math.min(data.tokens, data.budget),
+      "aria-label": "tokens used",
+    }),
+    h("strong", {}, `${data.tokens} / ${data.budget} tokens`),
+  );
+  $("#context-asked").textContent = data.query ? `for the query “${data.query}”` : "";
+  $("#context-prompt").textContent = data.prompt || "(empty: nothing fits this budget)";
+  // The layer filter offers the layers this answer has, in their order, with counts.
+  const layers = [];
+  for (const d of data.explanation) if (!layers.includes(d.layer)) layers.push(d.layer);
+  const select = $("#context-layer");
+  const chosen = layers.includes(select.value) ? select.value : "";
+  const count = (layer) => data.explanation.filter((d) => d.layer === layer).length;
+  select.replaceChildren(
+    h("option", { value: "" }, `all (${data.explanation.length})`),
+    ...layers.map((l) => h("option", { value: l }, `${l} (${count(l)})`)),
+  );
+  select.value = chosen;
+  renderExplanation();
+}
+
+function renderExplanation() {
+  const data = state.contextData;
+  if (!data) return;
+  const layer = $("#context-layer").value;
+  const shown = data.explanation.filter((d) => !layer || d.layer === layer);
+  const kept = shown.filter((d) => d.kept).length;
+  $("#context-counts").textContent = `${kept} kept, ${shown.length - kept} dropped`;
+  const rows = shown.map((d) => {
+    const verdict = d.kept ? "kept" : "dropped";
+    return h(
+      "tr",
+      {
+        class: `candidate ${verdict}`,
+        dataset: { candidate: d.id, layer: d.layer, kept: String(d.kept) },
+      },
+      h("th", { scope: "row" }, h("code", { class: "key" }, d.id)),
+      cell("Layer", {}, d.layer),
+      cell("Score", { class: "num" }, fmtScore(d.score)),
+      cell("Tokens", { class: "num" }, String(d.tokens)),
+      cell("Kept", {}, h("span", { class: `badge verdict-${verdict}` }, verdict)),
+      cell("Reason", { class: "reason small" }, d.reason),
+    );
+  });
+  $("#context-table tbody").replaceChildren(...rows);
+}
+
+function clearContext() {
+  clearTimeout(state.contextTimer);
+  state.contextSeq++;
+  state.contextFor = null;
+  state.contextData = null;
+  $("#context-result").hidden = true;
+  $("#context-error").hidden = true;
+  $("#context-prompt").textContent = "";
+  $("#context-table tbody").replaceChildren();
+}
+
+function fmtScore(score) {
+  if (typeof score !== "number") return "—";
+  return Number.isInteger(score) ? String(score) : score.toFixed(3);
+}
+
+// ---- memory search -------------------------------------------------------------------
+
+// The query's words to highlight: runs of letters and digits (two or more, or one that is not
+// ASCII); a run of Chinese characters also by its pairs, as it has no spaces between words.
+function queryWords(query) {
+  const words = [];
+  for (const run of query.toLowerCase().match(/[\p{L}\p{N}]+/gu) || []) {
+    if (run.length > 1 || !/^[a-z0-9]$/.test(run)) words.push(run);
+    if (/\p{Script=Han}{3,}/u.test(run)) {
+      for (let i = 0; i + 2 <= run.length; i++) words.push(run.slice(i, i + 2));
+    }
+  }
+  return [...new Set(words)];
+}
+
+// `text` as nodes with the query's words in <mark>: text nodes only, never HTML.
+function highlighted(text, words) {
+  if (!words.length) return [text];
+  const escaped = words
+    .sort((a, b) => b.length - a.length)
+    .map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const parts = String(text).split(new RegExp(`(${escaped.join("|")})`, "giu"));
+  return parts.map((part, i) => (i % 2 ? h("mark", {}, part) : part)).filter((p) => p !== "");
+}
+
+async function searchMemory() {
+  const namespace = $("#memory-namespace").value.trim();
+  const query = $("#memory-query").value.trim();
+  const mode = $("#memory-mode").value;
+  const k = $("#memory-k").value.trim() || "10";
+  if (!namespace || !query) return;
+  const seq = ++state.memorySeq;
+  const panel = $("#memory-panel");
+  const status = $("#memory-status");
+  const error = $("#memory-error");
+  panel.dataset.loading = "true";
+  status.textContent = "Searching…";
+  const params = new URLSearchParams({ q: query, k, mode });
+  try {
+    const { hits } = await api(
+      "GET",
+      `/v1/memory/${encodeURIComponent(namespace)}/search?${params}`,
+    );
+    if (seq !== state.memorySeq) return;
+    error.hidden = true;
+    panel.dataset.hits = String(hits.length);
+    const where = `for “${query}” in ${namespace} (${mode})`;
+    status.textContent = hits.length
+      ? `${hits.length} hit${hits.length === 1 ? "" : "s"} ${where}`
+      : `No hits ${where}.`;
+    const words = queryWords(query);
+    $("#memory-hits").replaceChildren(...hits.map((hit) => memoryHit(hit, words)));
+  } catch (err) {
+    if (seq !== state.memorySeq) return;
+    delete panel.dataset.hits;
+    status.textContent = "";
+    error.textContent = errorText(err);
+    error.hidden = false;
+    $("#memory-hits").replaceChildren();
+    if (err instanceof ApiError && err.status === 401) showError(err);
+  } finally {
+    if (seq === state.memorySeq) delete panel.dataset.loading;
+  }
+}
+
+function memoryHit(hit, words) {
+  const meta = hit.metadata || {};
+  const role = meta.role === "user" ? "You" : meta.role === "assistant" ? "Agent" : meta.role;
+  const ranks = Object.entries(hit.ranks || {}).map(([how, rank]) => `${how} #${rank}`);
+  return h(
+    "li",
+    { class: "hit", dataset: { itemId: hit.id, role: meta.role || "" } },
+    h(
+      "div",
+      { class: "hit-head small" },
+      h("span", { class: "score", title: ranks.join(", ") || null }, "score ", fmtScore(hit.score)),
+      role ? h("span", { class: "who" }, String(role)) : null,
+      h("span", { class: "muted" }, fmtTime(hit.time || hit.added_at)),
+      hit.task_id
+        ? h("a", { href: `#/tasks/${encodeURIComponent(hit.task_id)}` }, "open Task")
+        : null,
+      h("code", { class: "key muted" }, hit.id),
+    ),
+    h("p", { class: "hit-text" }, highlighted(hit.text, words)),
+  );
+}
+
+function clearMemory() {
+  state.memorySeq++;
+  $("#memory-hits").replaceChildren();
+  $("#memory-status").textContent = "";
+  $("#memory-error").hidden = true;
+  delete $("#memory-panel").dataset.hits;
 }
 
 // ---- the journal and its replay slider -----------------------------------------------
@@ -744,8 +973,31 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#timeline-slider").addEventListener("input", () => {
     const slider = $("#timeline-slider");
     $("#timeline-label").textContent = `${slider.value} of ${slider.max}`;
+    // At once, not after the debounce: a refresh arriving meanwhile must not move it back.
+    state.followLatest = Number(slider.value) === Number(slider.max);
     clearTimeout(sliderTimer);
     sliderTimer = setTimeout(onSlider, 120);
+  });
+  $("#context-section").addEventListener("toggle", () => scheduleContext(false));
+  $("#context-budget").addEventListener("change", loadContext);
+  $("#context-layer").addEventListener("change", renderExplanation);
+  $("#context-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    loadContext();
+  });
+  // Typing a query rebuilds after a pause (each key has a request rate limit).
+  let contextTyping = null;
+  $("#context-query").addEventListener("input", () => {
+    clearTimeout(contextTyping);
+    contextTyping = setTimeout(() => scheduleContext(false), 400);
+  });
+  $("#memory-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    searchMemory();
+  });
+  $("#memory-link").addEventListener("click", () => {
+    $("#memory-panel").scrollIntoView({ behavior: "smooth", block: "start" });
+    $("#memory-query").focus({ preventScroll: true });
   });
   $("#home-link").addEventListener("click", (ev) => {
     ev.preventDefault();
