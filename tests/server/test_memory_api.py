@@ -115,6 +115,12 @@ def test_bad_searches_are_4xx(api: Api) -> None:
         422,
         "invalid_input",
     )
+    said = error(
+        api.call("alice", "GET", "/v1/memory/ends%20/search", params={"q": "x"}),
+        422,
+        "invalid_input",
+    )
+    assert said.startswith("path.namespace: is no valid id") and len(said) < 200, said
     error(api.call(None, "GET", "/v1/memory/notes/search", params={"q": "x"}), 401, "unauthorized")
 
 

@@ -23,6 +23,8 @@ from .terms import query_terms
 from .tokens import TokenCounter
 
 LONGTERM_HITS = 10
+TASK_SCORE = 3.0
+ENTITY_SCORE = 2.0
 DEFAULT_WINDOW = 8192
 
 
@@ -50,7 +52,9 @@ def task_context(
     turns = layers.task_turns(task, limit=recent)
     latest_user = next((t for t in reversed(turns) if t.metadata.get("role") == "user"), None)
     asked = query if query is not None else (latest_user.text if latest_user else task.goal)
-    candidates = [Candidate("task:state", "task", _state_line(state), critical=True)]
+    # among the critical items, the task state ranks first and its entities next: a budget
+    # too small for all of them keeps those
+    candidates = [Candidate("task:state", "task", _state_line(state), TASK_SCORE, critical=True)]
     if layers.tasks is not None:
         for fact in _entities(layers, state):
             candidates.append(_entity(layers, state, fact))
@@ -130,7 +134,7 @@ def _entity(layers: MemoryLayers, state: TaskState, fact: Fact) -> Candidate:
     text = f"{fact.predicate}: {fact.object}"
     if before and before[-1] != fact.object:
         text += f" (changed from {before[-1]}; that value is no longer current)"
-    return Candidate(f"entity:{fact.predicate}", "entity", text, critical=True)
+    return Candidate(f"entity:{fact.predicate}", "entity", text, ENTITY_SCORE, critical=True)
 
 
 def _said(item: MemoryItem) -> str:

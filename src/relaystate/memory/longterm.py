@@ -228,14 +228,9 @@ class LongTermMemory:
             embedded = self.embedder.embed([query], kind="query")[0]
             query_vector = np.asarray(embedded, dtype=np.float32)
         ranked = recall.rank(query, conv, lists, query_vector, named, when)[:k]
-        items = {
-            i.id: i for i in self.memories.get_memories(user, namespace, [i for i, _ in ranked])
-        }
-        return [
-            Hit(items[i], score, {"recall": n})
-            for n, (i, score) in enumerate(ranked, start=1)
-            if i in items
-        ]
+        wanted = [item_id for item_id, _, _ in ranked]
+        items = {i.id: i for i in self.memories.get_memories(user, namespace, wanted)}
+        return [Hit(items[i], score, found) for i, score, found in ranked if i in items]
 
     def _conversation(self, user: str, namespace: str) -> recall.Conversation | None:
         """The namespace's conversation (turn order, sessions, speakers, vectors), cached

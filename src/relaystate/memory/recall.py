@@ -269,28 +269,34 @@ def rank(
     query_vector: np.ndarray | None,
     named: str | None,
     when: DateAsked | None,
-) -> list[tuple[str, float]]:
-    """Every turn with a score, best first."""
+) -> list[tuple[str, float, dict[str, int]]]:
+    """Every turn with a score and its rank in each list that found it ("keyword" for its
+    own words, "window", "session", "vector", "context"), best first."""
     n = len(conv.ids)
     total = np.zeros(n)
-    _credit(total, conv, lists.turns, WEIGHTS["turns"])
-    _credit(total, conv, lists.windows, WEIGHTS["windows"])
+    found: list[dict[str, int]] = [{} for _ in range(n)]
+    _credit(total, found, conv, lists.turns, WEIGHTS["turns"], "keyword")
+    _credit(total, found, conv, lists.windows, WEIGHTS["windows"], "window")
     session_score = np.zeros(len(conv.sessions))
+    session_rank: dict[int, int] = {}
     index = {s: i for i, s in enumerate(conv.sessions)}
     for r, key in enumerate(lists.sessions, start=1):
         if key in index:
             session_score[index[key]] += SESSION_WEIGHTS["words"] / (RRF_K + r)
+            session_rank[index[key]] = r
     if query_vector is not None and conv.vectors is not None:
         assert conv.context is not None and conv.centroids is not None
-        for matrix, weight in (
-            (conv.vectors, WEIGHTS["vectors"]),
-            (conv.context, WEIGHTS["context"]),
-        ):
-            total += weight / (RRF_K + _ranks(matrix @ query_vector))
-        session_score += SESSION_WEIGHTS["centroid"] / (
-            RRF_K + _ranks(conv.centroids @ query_vector)
-        )
+        for name, matrix in (("vector", conv.vectors), ("context", conv.context)):
+            ranks = _ranks(matrix @ query_vector)
+            total += WEIGHTS[name if name == "context" else "vectors"] / (RRF_K + ranks)
+            for near in np.flatnonzero(ranks <= DEPTH).tolist():
+                found[near][name] = int(ranks[near])
+        centroid = _ranks(conv.centroids @ query_vector)
+        session_score += SESSION_WEIGHTS["centroid"] / (RRF_K + centroid)
     total += session_score[conv.session_of]
+    for turn, session in enumerate(conv.session_of.tolist()):
+        if session in session_rank:
+            found[turn]["session"] = session_rank[session]
     if named is not None:
         total *= np.where(np.array(conv.speakers) == named, 1 + SPEAKER_BOOST, 1.0)
     if when is not None:
@@ -299,14 +305,24 @@ def rank(
     if TIME_QUESTION.search(question):
         total *= np.where(conv.is_time, 1 + TIME_BOOST, 1.0)
     order = np.argsort(-total, kind="stable")
-    return [(conv.ids[int(i)], float(total[int(i)])) for i in order if total[int(i)] > 0]
+    return [
+        (conv.ids[int(i)], float(total[int(i)]), found[int(i)]) for i in order if total[int(i)] > 0
+    ]
 
 
-def _credit(total: np.ndarray, conv: Conversation, ids: list[str], weight: float) -> None:
+def _credit(
+    total: np.ndarray,
+    found: list[dict[str, int]],
+    conv: Conversation,
+    ids: list[str],
+    weight: float,
+    name: str,
+) -> None:
     for r, item_id in enumerate(ids, start=1):
         at = conv.position.get(item_id)
         if at is not None:
             total[at] += weight / (RRF_K + r)
+            found[at][name] = r
 
 
 def _ranks(scores: np.ndarray) -> np.ndarray:

@@ -141,6 +141,27 @@ def allowed_methods(request: Request) -> list[str]:
     return sorted(found)
 
 
+_PATTERNS = {
+    "ID_PATTERN": "is no valid id: printable characters only (no control, format or private-use "
+    "character), no space at either end",
+    "TEXT_PATTERN": "must hold something besides white space, and no NUL character",
+}
+
+
+def _said(problem: dict[str, Any]) -> str:
+    """A validation problem in words: a pattern is named by what it means, not shown (an id's
+    pattern is a thousand characters of ranges)."""
+    if problem.get("type") == "string_pattern_mismatch":
+        from .. import inputs
+
+        pattern = (problem.get("ctx") or {}).get("pattern")
+        for name, meaning in _PATTERNS.items():
+            if pattern == getattr(inputs, name):
+                return meaning
+        return "has characters it may not have"
+    return str(problem.get("msg", "invalid"))
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that turn every exception into a JSON error response."""
 
@@ -161,7 +182,7 @@ def install(app: FastAPI) -> None:
             return response(400, "invalid_json", "the request body is not valid JSON")
         first = problems[0] if problems else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "request"
-        return response(422, "invalid_input", f"{where}: {first.get('msg', 'invalid')}")
+        return response(422, "invalid_input", f"{where}: {_said(first)}")
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
