@@ -38,6 +38,7 @@ bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores s
 	$(PY) bench/locomo.py $(BENCH_ARGS)
 	$(PY) bench/memory_updates.py $(BENCH_ARGS)
 	$(PY) bench/memory_scale.py $(BENCH_ARGS)
+	$(PY) bench/memory_zh.py $(BENCH_ARGS)
 
 lint: $(STAMP)  ## ruff (format + lint) and mypy --strict on src/
 	$(VENV)/bin/ruff format --check src tests bench tools
