@@ -23,7 +23,7 @@ from ..model import MemoryItem
 from ..scope import Scope, checked
 from ..store.roles import Memories, MemoryFilter
 from .embed import Embedder
-from .terms import query_terms
+from .terms import mostly_cjk, query_terms
 
 if TYPE_CHECKING:  # numpy and recall load on the first vector or conversation search:
     import numpy as np  # a turn that only records memory never needs them
@@ -162,7 +162,9 @@ class LongTermMemory:
             lists["keyword"] = [i for i, _ in found]
         if mode in ("hybrid", "vector") and self.embedder is not None:
             lists["vector"] = self._nearest(user, namespace, query, depth, where)
-        weights = {"keyword": KEYWORD_WEIGHT, "vector": VECTOR_WEIGHT}
+        # Chinese keyword lists are bigrams, noisier than words: trusted like vectors, not 2:1
+        keyword = VECTOR_WEIGHT if mostly_cjk(query) else KEYWORD_WEIGHT
+        weights = {"keyword": keyword, "vector": VECTOR_WEIGHT}
         fused = fuse(lists, weights)[:k]
         items = {
             i.id: i for i in self.memories.get_memories(user, namespace, [i for i, _ in fused])

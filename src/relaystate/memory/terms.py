@@ -20,7 +20,12 @@ _CJK = (
     "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
 )
 CJK_RUN = re.compile(f"[{_CJK}]+")
-_WORD = re.compile(rf"[^\W_]+(?:['’][^\W_]+)?|[{_CJK}]+")
+_WORD = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)?")
+"""A CJK run, or a word of other letters and digits: "订单号JD2024买的" is 订单号, JD2024, 买的
+(one token of it all would match nothing in the index, which splits the runs)."""
+_CJK_STOP = frozenset("的了是在我你他她它们吗呢吧啊和也要就都很这那么什有个一不到说会还把被给")
+"""Function characters: a bigram of two of them (我们, 的是, 什么, 一个) says nothing of what
+a text is about and matches everything."""
 _MAX_TERMS = 64
 """Most words a query keeps (the first ones): a pasted page is not a question."""
 
@@ -60,7 +65,8 @@ def query_terms(text: str) -> list[str]:
         word = match.group()
         if CJK_RUN.fullmatch(word):
             for gram in bigrams(word):
-                found.setdefault(gram)
+                if len(gram) == 1 or not all(ch in _CJK_STOP for ch in gram):
+                    found.setdefault(gram)
         else:
             word = re.split("['’]", word.lower())[0]  # "Gina's" looks for "gina"
             if word not in STOP_WORDS and (len(word) > 1 or word.isdigit()):
@@ -77,3 +83,11 @@ def node_key(value: object) -> str | None:
     """The node a fact's subject or object is in the memory graph: text, trimmed and
     case-folded ("Melanie", " melanie " are one node); None for anything else."""
     return value.strip().casefold() if isinstance(value, str) and value.strip() else None
+
+
+def mostly_cjk(text: str) -> bool:
+    """Whether most of a text's letters are CJK (its keyword list is bigrams, noisier than
+    words: fusion trusts it less)."""
+    cjk = sum(len(run) for run in CJK_RUN.findall(text))
+    other = sum(1 for ch in text if ch.isalnum()) - cjk
+    return cjk > other
