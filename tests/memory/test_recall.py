@@ -79,13 +79,15 @@ def test_windows_and_sessions_cite_their_turns() -> None:
     assert window.cites == ("D1:1", "D1:2", "D1:3") and "beagle" in window.text
     assert docs[("chat~window", "D1:1")].cites == ("D1:1", "D1:2")  # a session's first turn
     assert docs[("chat~window", "D2:1")].cites == ("D2:1", "D2:2")  # no window across sessions
+    voice = docs[("chat~voice", "voice:1:caroline")]
+    assert voice.cites == ("D1:1", "D1:3") and "beagle" in voice.text
     session = docs[("chat~session", "session:2")]
     assert session.cites == ("D2:1", "D2:2", "D2:3", "D2:4") and session.time == SESSIONS["2"][0]
 
 
 def test_layers_find_the_answer_beside_the_words(memory: LongTermMemory) -> None:
     question = "What did Caroline bring home from the shelter?"
-    assert memory.build_layers(ME, "chat") == 8 + 2
+    assert memory.build_layers(ME, "chat") == 8 + 2 + 4  # windows, sessions, voices
     layered = ids(memory, question)
     assert "D1:3" in layered  # "A little beagle", which shares no word with the question
     assert layered[0] in ("D1:1", "D1:3")

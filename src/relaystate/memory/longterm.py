@@ -218,12 +218,14 @@ class LongTermMemory:
                 ("turns", namespace),
                 ("windows", namespace + recall.WINDOW),
                 ("sessions", namespace + recall.SESSION),
+                ("voices", namespace + recall.VOICE),
             )
         }
         lists = recall.Lists(
             found["turns"],
             found["windows"],
             [i.removeprefix("session:") for i in found["sessions"]],
+            found["voices"],
         )
         query_vector = None
         if vectors and self.embedder is not None and conv.vectors is not None:
