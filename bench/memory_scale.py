@@ -67,7 +67,7 @@ from relaystate.memory.embed import (
     InMemoryEmbeddingCache,
     LocalE5Embedder,
 )
-from relaystate.memory.longterm import Mode
+from relaystate.memory.longterm import LongTermMemory, Mode
 from relaystate.memory.recorder import CONVERSATION, MemoryLayers, Recorder
 from relaystate.memory.tokens import TokenCounter, default_counter
 from relaystate.model import MemoryItem, Message
@@ -339,12 +339,14 @@ def add_memories(b: Built, count: int, rng: random.Random, console: Console) -> 
 
 
 def embed_all(b: Built, console: Console) -> None:
-    assert b.layers.longterm is not None
-    total = b.layers.longterm.count(USER, CONVERSATION)
+    """Every item's vector, by a memory whose embedder is not cached: the layers' cached
+    embedder is for queries (110,000 cached document vectors would be ~2 GB of lists)."""
+    memory = LongTermMemory(b.rt.stores.memories, clock=b.rt.clock, embedder=HashEmbedder())
+    total = memory.count(USER, CONVERSATION)
     started = time.perf_counter()
     with progress_bar(console) as progress:
         bar = progress.add_task("embedding (hash)", total=total)
-        b.layers.longterm.embed_pending(
+        memory.embed_pending(
             USER, CONVERSATION, batch=500, progress=lambda n: progress.advance(bar, n)
         )
     b.timings["embed_s"] = time.perf_counter() - started
