@@ -7,6 +7,9 @@
    downstream made the order, before relaystate could record the success.
 4. A new process recovers: it asks the downstream (``check``) instead of ordering again.
 5. The journal shows every change, and replays the task as it was at any version.
+6. Memory: a chat about a second trip changes its mind twice; the Task's context for the next
+   turn, cut to a token budget, holds the current values (and says what they replaced), and
+   the conversation is found again by search.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -117,11 +121,47 @@ def run_demo(workdir: Path, out: Console) -> None:
             f"Replayed at version {confirmed}: stage={then.task.stage}, "
             f"status={then.task.status}, actions={len(then.actions)}"
         )
+    _memory_scene(out, runtime)
     out.print(
         f"\nFiles: {db} (the store) and {ledger_file} (the downstream). Try:\n"
         f"  relaystate tasks history {task_id} --store {url}\n"
         f"  relaystate demo ledger --store {url}"
     )
+
+
+def _memory_scene(out: Console, runtime: Callable[[], Runtime]) -> None:
+    from ..conversation import Conversation
+    from ..memory.assemble import task_context
+    from ..memory.recorder import CONVERSATION, MemoryLayers, Recorder
+
+    _scene(
+        out,
+        "6. Memory",
+        "Alice plans a second trip in the chat and changes her mind twice. Every turn is "
+        "remembered; the Task's context for the next turn is cut to 250 tokens.",
+    )
+    alice = Scope.user("alice")
+    with runtime() as rt:
+        layers = MemoryLayers.of(rt)
+        chat = Conversation(rt, memory=Recorder(layers, clock=rt.clock))
+        for said in (
+            "book a flight from Shanghai to Tokyo",
+            "Dec 9, economy, for Alice Wang",
+            "actually make it business",
+            "change the destination to Osaka",
+        ):
+            turn = chat.handle(alice, said, "tablet")
+            out.print(f"[bold]Alice:[/] {said}\n[bold]relaystate:[/] {turn.reply}")
+        assert turn.state is not None
+        built = task_context(layers, turn.state, budget=250).context
+        out.print(Panel(built.prompt.rstrip(), title=f"context: {built.tokens} of 250 tokens"))
+        dropped = [d for d in built.explanation if not d.kept]
+        out.print(
+            f"left out: {len(dropped)} candidates, e.g. {dropped[0].reason}" if dropped else ""
+        )
+        assert layers.longterm is not None
+        hits = layers.longterm.search(alice, CONVERSATION, "Tokyo", k=2, mode="keyword")
+        out.print("search 'Tokyo': " + " | ".join(h.item.text for h in hits))
 
 
 def _ledger_line(ledger: Ledger) -> str:
