@@ -430,10 +430,12 @@ def after_a_write(
     rounds: int,
     rebuild: bool,
     extrapolated: dict[str, float],
+    docs: int | None,
 ) -> dict[str, list[float]]:
     """A new turn recorded, embedded, the layers rebuilt (as ``relaystate serve`` does after
     each turn; with ``rebuild`` False only timed on a sample of documents and extrapolated
-    into ``extrapolated``), then the first context: what the next turn pays."""
+    to the ``docs`` that build_layers wrote, into ``extrapolated``), then the first context:
+    what the next turn pays."""
     assert b.layers.longterm is not None
     memory = b.layers.longterm
     state = b.rt.task(USER, b.task_id)
@@ -445,7 +447,7 @@ def after_a_write(
         if sample:
             ms = timed_ms(memory.add, USER, window, sample)
             per_doc = ms / len(sample)
-            total = memory.count(USER, window) + memory.count(USER, CONVERSATION + "~session")
+            total = docs or memory.count(USER, window)
             extrapolated.update(per_doc_ms=per_doc, docs=total, rebuild_s=per_doc * total / 1e3)
     session = f"main-{b.turns // SESSION_TURNS}"
     message = 10_000_000
@@ -589,7 +591,14 @@ def main(argv: list[str] | None = None) -> int:
                 rebuild = args.rebuild or results["items"] <= REBUILD_UP_TO
                 extrapolated: dict[str, float] = {}
                 write = after_a_write(
-                    b, queries, counter, rng, args.after_write, rebuild, extrapolated
+                    b,
+                    queries,
+                    counter,
+                    rng,
+                    args.after_write,
+                    rebuild,
+                    extrapolated,
+                    results.get("layer_docs"),
                 )
             results["after_write"] = write
             results["rebuild_extrapolated"] = extrapolated
