@@ -69,7 +69,7 @@ def task_context(
     if layers.longterm is not None and asked.strip():
         for rank, hit in enumerate(
             layers.longterm.search(
-                _owner(state), CONVERSATION, asked, k=LONGTERM_HITS, mode="keyword"
+                _owner(state), CONVERSATION, asked, k=LONGTERM_HITS, mode="keyword", layered=False
             )
         ):
             candidates.append(

@@ -138,9 +138,13 @@ class LongTermMemory:
         k: int = 10,
         where: MemoryFilter | None = None,
         mode: Mode = "hybrid",
+        layered: bool = True,
     ) -> list[Hit]:
         """The ``k`` items that answer ``query`` best. ``hybrid`` fuses keyword and vector
-        search when there is an embedder and vectors; else it is keyword search."""
+        search when there is an embedder and vectors; else it is keyword search. A
+        conversation with its layers built is searched with them (:mod:`.recall`) unless
+        ``layered`` is False (the items alone: cheaper where the namespace changes with
+        every turn)."""
         user = owner(scope)
         inputs.text(query, "query")
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
@@ -149,10 +153,10 @@ class LongTermMemory:
             raise InvalidInput("mode", f"must be one of {', '.join(MODES)}, not {mode!r}")
         if mode == "vector" and self.embedder is None:
             raise InvalidInput("mode", "vector search needs an embedder (none is configured)")
-        if mode != "vector" and (where is None or where == MemoryFilter()):
-            layered = self._layered(user, namespace, query, k, vectors=mode == "hybrid")
-            if layered is not None:
-                return layered
+        if layered and mode != "vector" and (where is None or where == MemoryFilter()):
+            recalled = self._layered(user, namespace, query, k, vectors=mode == "hybrid")
+            if recalled is not None:
+                return recalled
         depth = max(POOL, k)
         lists: dict[str, list[str]] = {}
         if mode in ("hybrid", "keyword"):
@@ -231,7 +235,7 @@ class LongTermMemory:
         if vectors and self.embedder is not None and conv.vectors is not None:
             embedded = self.embedder.embed([query], kind="query")[0]
             query_vector = np.asarray(embedded, dtype=np.float32)
-        ranked = recall.rank(query, conv, lists, query_vector, named, when)[:k]
+        ranked = recall.rank(query, conv, lists, query_vector, named, when, k)
         wanted = [item_id for item_id, _, _ in ranked]
         items = {i.id: i for i in self.memories.get_memories(user, namespace, wanted)}
         return [Hit(items[i], score, found) for i, score, found in ranked if i in items]

@@ -132,6 +132,8 @@ class Conversation:
     session_days: list[date | None]
     speakers: list[str]
     is_time: np.ndarray
+    voice_of: np.ndarray
+    voices: dict[str, int]
     vectors: np.ndarray | None = None
     context: np.ndarray | None = None
     centroids: np.ndarray | None = None
@@ -146,6 +148,9 @@ class Conversation:
             if key not in sessions:
                 sessions[key] = len(sessions)
                 days.append(item.time.date() if item.time else None)
+        voices: dict[str, int] = {}
+        for item in ordered:
+            voices.setdefault(voice_id(session_key(item), speaker(item)), len(voices))
         return cls(
             ids=[i.id for i in ordered],
             position={i.id: n for n, i in enumerate(ordered)},
@@ -154,6 +159,10 @@ class Conversation:
             session_days=days,
             speakers=[speaker(i) for i in ordered],
             is_time=np.array([bool(TIME_WORD.search(i.text)) for i in ordered], dtype=bool),
+            voice_of=np.array(
+                [voices[voice_id(session_key(i), speaker(i))] for i in ordered], dtype=np.int64
+            ),
+            voices=voices,
         )
 
     def with_vectors(self, found: dict[str, np.ndarray]) -> Conversation:
@@ -176,6 +185,11 @@ class Conversation:
 def _normalised(m: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     return np.asarray(m / np.where(norms == 0, 1, norms), dtype=np.float32)
+
+
+def voice_id(session: str, who: str) -> str:
+    """The id of what ``who`` said in ``session`` (a voice document)."""
+    return f"voice:{session}:{who}"
 
 
 def session_key(item: MemoryItem) -> str:
@@ -241,7 +255,7 @@ def derived(items: Sequence[MemoryItem], namespace: str) -> list[MemoryItem]:
         for who, said in voices.items():
             made.append(
                 MemoryItem(
-                    f"voice:{key}:{who}",
+                    voice_id(key, who),
                     said[0].user_id,
                     namespace + VOICE,
                     "\n".join(i.text for i in said),
@@ -295,42 +309,39 @@ def rank(
     query_vector: np.ndarray | None,
     named: str | None,
     when: DateAsked | None,
+    k: int,
 ) -> list[tuple[str, float, dict[str, int]]]:
-    """Every turn with a score and its rank in each list that found it ("keyword" for its
-    own words, "window", "session", "vector", "context"), best first."""
-    n = len(conv.ids)
-    total = np.zeros(n)
-    found: list[dict[str, int]] = [{} for _ in range(n)]
-    _credit(total, found, conv, lists.turns, WEIGHTS["turns"], "keyword")
-    _credit(total, found, conv, lists.windows, WEIGHTS["windows"], "window")
+    """The ``k`` best turns with their score and their rank in each list that found them
+    ("keyword" for its own words, "window", "session", "voice", "vector", "context").
+    Vectorised over the turns: only the ``k`` returned are looked at one by one."""
+    total = np.zeros(len(conv.ids))
+    keyword = _credit(total, conv, lists.turns, WEIGHTS["turns"])
+    window = _credit(total, conv, lists.windows, WEIGHTS["windows"])
     session_score = np.zeros(len(conv.sessions))
-    session_rank: dict[int, int] = {}
     index = {s: i for i, s in enumerate(conv.sessions)}
-    for r, key in enumerate(lists.sessions, start=1):
-        if key in index:
-            session_score[index[key]] += SESSION_WEIGHTS["words"] / (RRF_K + r)
-            session_rank[index[key]] = r
+    session_rank = {index[key]: r for r, key in enumerate(lists.sessions, start=1) if key in index}
+    for at, r in session_rank.items():
+        session_score[at] += SESSION_WEIGHTS["words"] / (RRF_K + r)
+    vector_ranks: dict[str, np.ndarray] = {}
     if query_vector is not None and conv.vectors is not None:
         assert conv.context is not None and conv.centroids is not None
-        for name, matrix in (("vector", conv.vectors), ("context", conv.context)):
-            ranks = _ranks(matrix @ query_vector)
-            total += WEIGHTS[name if name == "context" else "vectors"] / (RRF_K + ranks)
-            for near in np.flatnonzero(ranks <= DEPTH).tolist():
-                found[near][name] = int(ranks[near])
+        for name, matrix, weight in (
+            ("vector", conv.vectors, WEIGHTS["vectors"]),
+            ("context", conv.context, WEIGHTS["context"]),
+        ):
+            vector_ranks[name] = _ranks(matrix @ query_vector)
+            total += weight / (RRF_K + vector_ranks[name])
         centroid = _ranks(conv.centroids @ query_vector)
         session_score += SESSION_WEIGHTS["centroid"] / (RRF_K + centroid)
     total += session_score[conv.session_of]
-    if lists.voices:
-        voice_rank = {v: r for r, v in enumerate(lists.voices, start=1)}
-        for turn in range(n):
-            key = f"voice:{conv.sessions[int(conv.session_of[turn])]}:{conv.speakers[turn]}"
-            place = voice_rank.get(key)
-            if place is not None:
-                total[turn] += VOICE_WEIGHT / (RRF_K + place)
-                found[turn]["voice"] = place
-    for turn, session in enumerate(conv.session_of.tolist()):
-        if session in session_rank:
-            found[turn]["session"] = session_rank[session]
+    voice_rank = {
+        conv.voices[v]: r for r, v in enumerate(lists.voices, start=1) if v in conv.voices
+    }
+    if voice_rank:
+        voice_score = np.zeros(len(conv.voices))
+        for at, r in voice_rank.items():
+            voice_score[at] = VOICE_WEIGHT / (RRF_K + r)
+        total += voice_score[conv.voice_of]
     if named is not None:
         total *= np.where(np.array(conv.speakers) == named, 1 + SPEAKER_BOOST, 1.0)
     if when is not None:
@@ -338,25 +349,37 @@ def rank(
         total *= np.where(fits[conv.session_of], 1 + DATE_BOOST, 1.0)
     if TIME_QUESTION.search(question):
         total *= np.where(conv.is_time, 1 + TIME_BOOST, 1.0)
-    order = np.argsort(-total, kind="stable")
-    return [
-        (conv.ids[int(i)], float(total[int(i)]), found[int(i)]) for i in order if total[int(i)] > 0
-    ]
+    best = np.argsort(-total, kind="stable")[:k].tolist()
+    ranked = []
+    for turn in best:
+        if total[turn] <= 0:
+            break
+        found = {
+            name: r
+            for name, r in (
+                ("keyword", keyword.get(turn)),
+                ("window", window.get(turn)),
+                ("session", session_rank.get(int(conv.session_of[turn]))),
+                ("voice", voice_rank.get(int(conv.voice_of[turn]))),
+            )
+            if r is not None
+        }
+        for name, ranks in vector_ranks.items():
+            if ranks[turn] <= DEPTH:
+                found[name] = int(ranks[turn])
+        ranked.append((conv.ids[turn], float(total[turn]), found))
+    return ranked
 
 
-def _credit(
-    total: np.ndarray,
-    found: list[dict[str, int]],
-    conv: Conversation,
-    ids: list[str],
-    weight: float,
-    name: str,
-) -> None:
+def _credit(total: np.ndarray, conv: Conversation, ids: list[str], weight: float) -> dict[int, int]:
+    """Add a keyword list's reciprocal ranks to its turns; each turn's rank in it."""
+    ranks: dict[int, int] = {}
     for r, item_id in enumerate(ids, start=1):
         at = conv.position.get(item_id)
-        if at is not None:
+        if at is not None and at not in ranks:
             total[at] += weight / (RRF_K + r)
-            found[at][name] = r
+            ranks[at] = r
+    return ranks
 
 
 def _ranks(scores: np.ndarray) -> np.ndarray:

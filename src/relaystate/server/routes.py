@@ -216,7 +216,7 @@ def say(request: Request, who: Who, session_id: Id, body: Say) -> TurnOut:
     turn = state.conversation.handle(
         who.acts, body.text, session_id, language=body.language, task_id=body.task_id
     )
-    state.embed_later(who.acts, CONVERSATION)
+    state.embed_later(who.acts, CONVERSATION, layers=False)
     state.metrics.turns.inc()
     state.metrics.turn_latency.observe(time.perf_counter() - started)
     for action in turn.actions:

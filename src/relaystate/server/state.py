@@ -35,10 +35,11 @@ class ServerState:
     def memory(self) -> LongTermMemory | None:
         return None if self.layers is None else self.layers.longterm
 
-    def embed_later(self, scope: Scope, namespace: str) -> None:
-        """Embed a namespace's new items and rebuild its conversation layers in the
-        background (one thread: the embedder is the bottleneck, and a request must not wait
-        for it). Requests for a namespace already waiting its turn are one job."""
+    def embed_later(self, scope: Scope, namespace: str, *, layers: bool = True) -> None:
+        """Embed a namespace's new items (and with ``layers``, rebuild its conversation
+        layers: for imports, not for every turn, as a rebuild reads the whole namespace) in
+        the background (one thread: the embedder is the bottleneck, and a request must not
+        wait for it). Requests for a namespace already waiting its turn are one job."""
         if self.memory is None:
             return
         key = (scope.user_id or "", namespace)
@@ -48,15 +49,16 @@ class ServerState:
             if self._embedding is None:
                 self._embedding = ThreadPoolExecutor(1, thread_name_prefix="relaystate-embed")
             self._queued.add(key)
-            self._embedding.submit(self._embed, scope, namespace, key)
+            self._embedding.submit(self._embed, scope, namespace, key, layers)
 
-    def _embed(self, scope: Scope, namespace: str, key: tuple[str, str]) -> None:
+    def _embed(self, scope: Scope, namespace: str, key: tuple[str, str], layers: bool) -> None:
         assert self.memory is not None
         with self._lock:
             self._queued.discard(key)
         try:
             self.memory.embed_pending(scope, namespace)
-            self.memory.build_layers(scope, namespace)
+            if layers:
+                self.memory.build_layers(scope, namespace)
         except RelaystateError as exc:  # the items stay as they are; the next add retries
             log.warning("embedding %s failed: %s", namespace, exc)
 

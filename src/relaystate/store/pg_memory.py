@@ -119,7 +119,7 @@ class PostgresMemories(Memories):
                     "INSERT INTO memory_vectors (n, embedder, vector)"
                     " SELECT n, %s, %s FROM memories"
                     " WHERE user_id = %s AND namespace = %s AND id = %s"
-                    " ON CONFLICT (embedder, n) DO UPDATE SET vector = EXCLUDED.vector",
+                    " ON CONFLICT (n, embedder) DO UPDATE SET vector = EXCLUDED.vector",
                     (embedder, blob, user_id, namespace, item_id),
                 )
             conn.execute(_BUMP, (user_id, namespace))

@@ -19,7 +19,7 @@ CREATE TABLE memory_vectors (
     n BIGINT NOT NULL REFERENCES memories (n) ON DELETE CASCADE,
     embedder TEXT NOT NULL,
     vector BYTEA NOT NULL,
-    PRIMARY KEY (embedder, n)
+    PRIMARY KEY (n, embedder)  -- by item first: replacing one finds its vectors at once
 );
 CREATE TABLE memory_generations (
     user_id TEXT NOT NULL,

@@ -22,7 +22,7 @@ CREATE TABLE memory_vectors (
     n INTEGER NOT NULL REFERENCES memories (n) ON DELETE CASCADE,
     embedder TEXT NOT NULL,
     vector BLOB NOT NULL,
-    PRIMARY KEY (embedder, n)
+    PRIMARY KEY (n, embedder)  -- by item first: replacing one finds its vectors at once
 ) WITHOUT ROWID;
 CREATE TABLE memory_generations (
     user_id TEXT NOT NULL,
