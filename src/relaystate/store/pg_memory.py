@@ -27,7 +27,8 @@ VALUES (%(id)s, %(user_id)s, %(namespace)s, %(text)s, %(at)s, %(source)s, %(task
         %(data)s, to_tsvector('{_CONFIG}', %(words)s))
 ON CONFLICT (user_id, namespace, id) DO UPDATE SET
     text = EXCLUDED.text, at = EXCLUDED.at, source = EXCLUDED.source,
-    task_id = EXCLUDED.task_id, data = EXCLUDED.data, words = EXCLUDED.words
+    task_id = EXCLUDED.task_id, data = EXCLUDED.data, words = EXCLUDED.words,
+    embedded_by = NULL
 """
 _BUMP = """
 INSERT INTO memory_generations (user_id, namespace, generation) VALUES (%s, %s, 1)
@@ -122,6 +123,11 @@ class PostgresMemories(Memories):
                     " ON CONFLICT (n, embedder) DO UPDATE SET vector = EXCLUDED.vector",
                     (embedder, blob, user_id, namespace, item_id),
                 )
+                conn.execute(
+                    "UPDATE memories SET embedded_by = %s"
+                    " WHERE user_id = %s AND namespace = %s AND id = %s",
+                    (embedder, user_id, namespace, item_id),
+                )
             conn.execute(_BUMP, (user_id, namespace))
 
     def load_vectors(
@@ -140,10 +146,10 @@ class PostgresMemories(Memories):
         self, user_id: str, namespace: str, embedder: str, *, limit: int
     ) -> list[MemoryItem]:
         rows = self._rows(
-            f"SELECT {_COLUMNS} FROM memories m WHERE user_id = %s AND namespace = %s"
-            " AND NOT EXISTS (SELECT 1 FROM memory_vectors v"
-            " WHERE v.n = m.n AND v.embedder = %s) ORDER BY n LIMIT %s",
-            (user_id, namespace, embedder, limit),
+            f"SELECT {_COLUMNS} FROM memories WHERE user_id = %s AND namespace = %s"
+            " AND (embedded_by IS NULL OR embedded_by < %s OR embedded_by > %s)"
+            " ORDER BY n LIMIT %s",
+            (user_id, namespace, embedder, embedder, limit),
         )
         return [_item(r) for r in rows]
 

@@ -134,6 +134,11 @@ class SQLiteMemories(Memories):
                     " WHERE user_id = ? AND namespace = ? AND id = ?",
                     (embedder, blob, user_id, namespace, item_id),
                 )
+                db.execute(
+                    "UPDATE memories SET embedded_by = ?"
+                    " WHERE user_id = ? AND namespace = ? AND id = ?",
+                    (embedder, user_id, namespace, item_id),
+                )
             _bump(db, {(user_id, namespace)})
 
     def load_vectors(
@@ -151,10 +156,10 @@ class SQLiteMemories(Memories):
         self, user_id: str, namespace: str, embedder: str, *, limit: int
     ) -> list[MemoryItem]:
         rows = self._read(
-            f"SELECT {_COLUMNS} FROM memories m WHERE user_id = ? AND namespace = ?"
-            " AND NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.n = m.n AND v.embedder = ?)"
+            f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND namespace = ?"
+            " AND (embedded_by IS NULL OR embedded_by < ? OR embedded_by > ?)"
             " ORDER BY n LIMIT ?",
-            (user_id, namespace, embedder, limit),
+            (user_id, namespace, embedder, embedder, limit),
         )
         return [_item(r) for r in rows]
 

@@ -11,8 +11,12 @@ CREATE TABLE memories (
     task_id TEXT,
     data JSONB NOT NULL,
     words TSVECTOR NOT NULL,
+    embedded_by TEXT,
     UNIQUE (user_id, namespace, id)
 );
+-- what still needs a vector, found without reading the namespace (``embedded_by``: the
+-- embedder of the item's latest vector; NULL until it has one)
+CREATE INDEX memories_unembedded ON memories (user_id, namespace, embedded_by, n);
 CREATE INDEX memories_words ON memories USING GIN (words);
 CREATE INDEX memories_by_time ON memories (user_id, namespace, at);
 CREATE TABLE memory_vectors (

@@ -10,8 +10,12 @@ CREATE TABLE memories (
     source TEXT,
     task_id TEXT,
     data TEXT NOT NULL,
+    embedded_by TEXT,
     UNIQUE (user_id, namespace, id)
 );
+-- what still needs a vector, found without reading the namespace (``embedded_by``: the
+-- embedder of the item's latest vector; NULL until it has one)
+CREATE INDEX memories_unembedded ON memories (user_id, namespace, embedded_by, n);
 CREATE INDEX memories_by_time ON memories (user_id, namespace, at);
 -- ``owner`` is one token per (user, namespace): a search matches it AND its words, so it
 -- ranks only that namespace's items. ``words`` is the text with CJK runs as bigrams.
