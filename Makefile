@@ -29,7 +29,7 @@ demo: $(STAMP)  ## the main job: a scripted walk-through on embedded SQLite, the
 test: $(STAMP)  ## the whole test suite
 	$(VENV)/bin/pytest
 
-bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores side by side; understanding; HTTP API load: turns/s vs /healthz, 50 clients; memory: LoCoMo retrieval, updates in the context, context latency at 100,000 memories (BENCH_ARGS=--quick)
+bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores side by side; understanding; HTTP API load: turns/s vs /healthz, 50 clients; memory: LoCoMo retrieval, updates in the context, context latency at 100,000 memories, Chinese retrieval (BENCH_ARGS=--quick)
 	$(PY) bench/turns.py $(BENCH_ARGS)
 	$(PY) bench/stores.py $(BENCH_ARGS)
 	$(PY) bench/conversation.py $(BENCH_ARGS)
