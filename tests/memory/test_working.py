@@ -143,3 +143,19 @@ def test_a_models_summary_is_kept_only_when_faithful_to_its_turns(stores: Stores
         chat.script(Reply(completion("Bob asked for 3 vegetarian meals.")))
         fallback = mem.summarize(task(), more)
         assert fallback is not None and fallback.text.startswith("[s:4] user: Please add")
+
+
+def test_summaries_keep_what_the_user_said_not_the_agents_read_back() -> None:
+    said = [
+        Said("s:1", "user", "Book a flight to Tokyo on Dec 9."),
+        Said("s:2", "agent", "Please confirm: destination Tokyo, date Dec 9. (yes/no)"),
+        Said("s:3", "user", "Actually make it Osaka."),
+        Said("s:4", "agent", "Please confirm: destination Osaka, date Dec 9. Is that right?"),
+    ]
+    text, cites = extractive(said, ["Osaka", "Dec 9"], budget=400)
+    assert cites == ("s:1", "s:2", "s:3", "s:4")  # every turn it read
+    assert "Please confirm" not in text and "(yes/no)" not in text
+    assert text.splitlines() == [
+        "[s:1] user: Book a flight to Tokyo on Dec 9.",
+        "[s:3] user: Actually make it Osaka.",
+    ]

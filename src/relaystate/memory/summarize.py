@@ -23,6 +23,13 @@ DECISIONS = re.compile(
 NUMBERS = re.compile(r"\d")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 DEFAULT_BUDGET = 600
+AGENT_SHARE = 0.25
+"""How much an agent's sentence counts against a user's: what the user said is what a
+summary must keep; the agent mostly reads the task's state back, which the task state and
+the entities already hold (and a read-back of a replaced value misleads)."""
+RESTATES = re.compile(
+    r"please confirm|is that right|\(yes/no\)|请确认|对吗|是否正确", re.IGNORECASE
+)
 """Characters a summary may have."""
 
 
@@ -56,9 +63,13 @@ def extractive(
     keys = [t for t in terms if t]
     candidates: list[tuple[float, int, str]] = []
     for order, turn in enumerate(turns):
+        agent = turn.speaker != "user"
         for part in sentences(turn.text):
+            if len(part) < 4 or (agent and RESTATES.search(part)):
+                continue  # "(yes/no)"; the agent's read-back of the task's own state
             line = f"[{turn.id}] {turn.speaker}: {part}"
-            candidates.append((weight(part, keys), order, line))
+            score = weight(part, keys) * (AGENT_SHARE if agent else 1.0)
+            candidates.append((score, order, line))
     ranked = sorted(candidates, key=lambda c: (-c[0], c[1]))
     kept: list[tuple[int, str]] = []
     used = 0
