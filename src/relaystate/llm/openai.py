@@ -25,12 +25,10 @@ dependency and the deadline holds for the whole exchange; HTTP proxies are not u
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
 import os
 import re
-import ssl
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -40,6 +38,7 @@ from urllib.parse import urlsplit
 
 from .base import RouteCandidate, RouteChoice, SlotSpec
 from .env import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
+from .http import TransportError, post
 
 log = logging.getLogger(__name__)
 
@@ -340,54 +339,20 @@ class OpenAICompatibleModel:
 
     def _post(self, body: bytes) -> Any:
         """One request within one deadline; the response body parsed as JSON."""
-        deadline = time.monotonic() + self.timeout
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": "relaystate",
-        }
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        conn: http.client.HTTPConnection
-        if self._https:
-            conn = http.client.HTTPSConnection(
-                self._host, self._port, timeout=self.timeout, context=ssl.create_default_context()
-            )
-        else:
-            conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
-        response: http.client.HTTPResponse | None = None
         try:
-            conn.connect()
-            sock = conn.sock
-            assert sock is not None
-            sock.settimeout(_remaining(deadline))
-            conn.request("POST", self._path, body=body, headers=headers)
-            sock.settimeout(_remaining(deadline))
-            response = conn.getresponse()
-            chunks: list[bytes] = []
-            size = 0
-            while True:
-                sock.settimeout(_remaining(deadline))
-                chunk = response.read1(65536)
-                if not chunk:
-                    break
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise _Unusable(f"the response is larger than {MAX_RESPONSE_BYTES} bytes")
-                chunks.append(chunk)
-        except TimeoutError:
-            raise _Unusable(f"no answer within {self.timeout:g}s", retryable=True) from None
-        except ssl.SSLError as exc:
-            raise _Unusable(f"TLS failed: {exc}") from None
-        except (OSError, http.client.HTTPException) as exc:
-            reason = f"the connection failed: {type(exc).__name__}: {exc}"
-            raise _Unusable(reason, retryable=True) from None
-        finally:
-            if response is not None:
-                response.close()
-            conn.close()
-        data = b"".join(chunks)
-        status = response.status
+            answer = post(
+                self._host,
+                self._port,
+                self._path,
+                body,
+                https=self._https,
+                api_key=self._api_key,
+                timeout=self.timeout,
+                max_bytes=MAX_RESPONSE_BYTES,
+            )
+        except TransportError as exc:
+            raise _Unusable(exc.reason, retryable=exc.retryable) from None
+        data, status = answer.body, answer.status
         if not 200 <= status < 300:
             detail = _error_message(data)
             raise _Unusable(
@@ -532,13 +497,6 @@ def _check_calendar_date(name: str, value: Any) -> None:
 
 
 # -- the wire --------------------------------------------------------------------------------
-
-
-def _remaining(deadline: float) -> float:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError
-    return left
 
 
 def _strict_json(text: str, what: str) -> Any:

@@ -389,67 +389,33 @@ class OpenAIEmbedder:
     def _post(self, body: bytes) -> Any:
         """One request within one deadline; the response body parsed as JSON."""
         # imported here: a process that never embeds over HTTP does not pay for http and ssl
-        import http.client
-        import ssl
-
-        from ..llm.openai import RETRYABLE_STATUS, _error_message, _remaining, _strict_json
+        from ..llm.http import TransportError, post
+        from ..llm.openai import RETRYABLE_STATUS, _error_message, _strict_json
         from ..llm.openai import _Unusable as Unusable
 
-        deadline = time.monotonic() + self.timeout
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": "relaystate",
-        }
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        conn: http.client.HTTPConnection
-        if self._https:
-            conn = http.client.HTTPSConnection(
-                self._host, self._port, timeout=self.timeout, context=ssl.create_default_context()
-            )
-        else:
-            conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
-        response: http.client.HTTPResponse | None = None
-        chunks: list[bytes] = []
         try:
-            conn.connect()
-            sock = conn.sock
-            assert sock is not None
-            sock.settimeout(_remaining(deadline))
-            conn.request("POST", self._path, body=body, headers=headers)
-            sock.settimeout(_remaining(deadline))
-            response = conn.getresponse()
-            size = 0
-            while True:
-                sock.settimeout(_remaining(deadline))
-                chunk = response.read1(65536)
-                if not chunk:
-                    break
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise self._bad(f"the response is larger than {MAX_RESPONSE_BYTES} bytes")
-                chunks.append(chunk)
-        except TimeoutError:
-            raise self._fail(f"no answer within {self.timeout:g}s", retryable=True) from None
-        except ssl.SSLError as exc:
-            raise self._fail(f"TLS failed: {exc}", retryable=False) from None
-        except (OSError, http.client.HTTPException) as exc:
-            reason = f"the connection failed: {type(exc).__name__}: {exc}"
-            raise self._fail(reason, retryable=True) from None
-        finally:
-            if response is not None:
-                response.close()
-            conn.close()
-        data = b"".join(chunks)
-        status = response.status
+            answer = post(
+                self._host,
+                self._port,
+                self._path,
+                body,
+                https=self._https,
+                api_key=self._api_key,
+                timeout=self.timeout,
+                max_bytes=MAX_RESPONSE_BYTES,
+            )
+        except TransportError as exc:
+            if exc.too_large:
+                raise self._bad(exc.reason) from None
+            raise self._fail(exc.reason, retryable=exc.retryable) from None
+        data, status = answer.body, answer.status
         if not 200 <= status < 300:
             detail = _error_message(data)
             raise self._fail(
                 f"HTTP {status}" + (f": {detail}" if detail else ""),
                 retryable=status in RETRYABLE_STATUS,
                 status=status,
-                retry_after=_retry_after(response.getheader("Retry-After")),
+                retry_after=_retry_after(answer.retry_after),
             )
         try:
             return _strict_json(data.decode("utf-8"), "the response body")
