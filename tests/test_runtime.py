@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -28,12 +29,14 @@ from relaystate import (
     open_store,
 )
 from relaystate.demo.ledger import Ledger
+from relaystate.errors import TaskTooNew
 from relaystate.machine import MAX_CHECKS
 from relaystate.next_step import AskConfirmation, AskSlot, Finished
 
 from .support import Clock, Script, order_template
 
 ADMIN = Scope.admin("test")
+ALICE = Scope.user("alice")
 
 FULL = {"item": "tea", "size": "M"}
 
@@ -458,13 +461,15 @@ def test_compaction_folds_old_entries_and_replay_still_works(rt: Runtime, clock:
 
 
 def test_state_from_a_newer_build_is_refused(rt: Runtime) -> None:
-    tid = rt.start(Scope.user("alice"), "order", slots={"item": "tea"}).task.id
-    template = rt.templates["order"]
-    template.version = 1  # this build is older than the one that started the task
-    with pytest.raises(TemplateError, match="version 2"):
-        rt.fill(Scope.user("alice"), tid, {"size": "S"})
-    template.version = 2
-    state = rt.task(ADMIN, tid)
+    newer = copy.copy(rt.templates["order"])
+    newer.version = 3  # a newer build, over the same store, starts the task
+    tid = Runtime(rt.stores, [newer], build="v2").start(ALICE, "order", slots={"item": "tea"})
+    before = rt.history(ADMIN, tid.task.id)
+    with pytest.raises(TaskTooNew, match="version 3"):
+        rt.fill(ALICE, tid.task.id, {"size": "S"})
+    assert rt.history(ADMIN, tid.task.id) == before  # nothing written
+    state = rt.task(ADMIN, tid.task.id)  # reading it is fine
+    assert state.task.template_version == 3
     state.task.schema_version = 99
     with pytest.raises(SchemaTooNew):
         rt.template_of(state)

@@ -297,6 +297,7 @@ CALLS: dict[str, Callable[[Runtime, Any, str], Any]] = {
     "add_api_key": lambda rt, s, t: rt.add_api_key(s, ApiKey("k1", "alice", "k", False, "h", T0)),
     "api_keys": lambda rt, s, t: rt.api_keys(s),
     "revoke_api_keys": lambda rt, s, t: rt.revoke_api_keys(s, user_id="alice"),
+    "upgraded": lambda rt, s, t: rt.upgraded(s, []),
 }
 # api_key finds a caller's key before any scope exists (the server's sign-in)
 UNSCOPED = {
@@ -307,6 +308,7 @@ UNSCOPED = {
     "max_inline_wait",
     "max_text",
     "api_key",
+    "runs_here",
 }
 """Public names that touch no user's data."""
 

@@ -80,6 +80,7 @@ class Driver:
         sleep: Callable[[float], None],
         max_inline_wait: float,
         on_claim: Callable[[], None],
+        runs_here: Callable[[TaskState], bool] = lambda state: True,
     ) -> None:
         self.writer = writer
         self.actions = actions
@@ -87,6 +88,7 @@ class Driver:
         self.sleep = sleep
         self.max_inline_wait = max_inline_wait
         self.on_claim = on_claim
+        self.runs_here = runs_here
 
     def drive(
         self,
@@ -117,7 +119,7 @@ class Driver:
                 failpoints.hit("after_commit", last.name)
                 last = None
             if claim is None:
-                wait = self._inline_wait(done.step) if run else None
+                wait = self._inline_wait(done.step) if run and self.runs_here(state) else None
                 if wait is None:
                     return Written(state, done.step, written)
                 self.sleep(wait)
@@ -179,7 +181,7 @@ class _Commit:
         def apply(draft: TaskState) -> bool | None:
             self.claim = None
             outcome = change(draft) if change is not None else None
-            if outcome is False or not self.run:
+            if outcome is False or not self.run or not self.driver.runs_here(draft):
                 return outcome
             now = self.driver.clock()
             step = settle(writer.template(draft), draft, now)
@@ -187,7 +189,9 @@ class _Commit:
             return True if self.claim is not None else outcome
 
         def attach(draft: TaskState, step: NextStep) -> tuple[Session | None, list[Message]]:
-            self.final = self.driver._final(self.claim, step, self.run)
+            self.final = self.driver._final(
+                self.claim, step, self.run and self.driver.runs_here(draft)
+            )
             if self.transcript is None:
                 return None, []
             return self.transcript.attach(draft, step, final=self.final)

@@ -82,6 +82,16 @@ class SchemaTooNew(RelaystateError):
     """Stored state was written by a newer relaystate than this one; refuse to touch it."""
 
 
+class TaskTooNew(SchemaTooNew):
+    """A task was started or migrated by a newer build (a template version this build does
+    not know): this build leaves it to that build, and writes nothing."""
+
+
+class MigrationFailed(RelaystateError):
+    """Lifting a stored task to the template version this build runs failed: the task is
+    left as it was (marked as needing attention, with the reason)."""
+
+
 class HistoryCompacted(RelaystateError):
     """The requested point of a task's history was folded into a later baseline."""
 

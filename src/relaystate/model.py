@@ -112,6 +112,11 @@ class Task:
     schema_version: int = SCHEMA_VERSION
     template_version: int = 1
     created_by_build: str = ""
+    pinned: bool = False
+    """Its work runs only in processes of ``created_by_build`` (its template is pinned)."""
+    due_at: datetime | None = None
+    """When automatic work is next due (an action to run, a retry, a lease to check); None
+    while the task waits for a person or is finished. Kept by the writer: the work queue."""
     progress: Progress = field(default_factory=Progress)
     status_text: str = ""
     created_at: datetime = field(default_factory=utcnow)
@@ -134,6 +139,8 @@ class Task:
             "schema_version": self.schema_version,
             "template_version": self.template_version,
             "created_by_build": self.created_by_build,
+            "pinned": self.pinned,
+            "due_at": to_iso(self.due_at),
             "progress": self.progress.to_dict(),
             "status_text": self.status_text,
             "created_at": to_iso(self.created_at),
@@ -158,6 +165,8 @@ class Task:
             schema_version=int(d.get("schema_version", SCHEMA_VERSION)),
             template_version=int(d.get("template_version", 1)),
             created_by_build=d.get("created_by_build", ""),
+            pinned=bool(d.get("pinned", False)),
+            due_at=from_iso(d.get("due_at")),
             progress=Progress(**d.get("progress", {})),
             status_text=d.get("status_text", ""),
             created_at=_req_iso(d["created_at"]),
@@ -452,6 +461,35 @@ class WorkerInfo:
     pid: int
     build: str
     started_at: datetime
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """A registered process as ``relaystate workers`` shows it: ``role`` "worker" (takes
+    queued work) or "api" (a server); ``claimed`` work items it holds now."""
+
+    info: WorkerInfo
+    role: str
+    heartbeat_at: datetime | None
+    stopped_at: datetime | None
+    claimed: int = 0
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """A task with automatic work due at ``due_at``, as the queue holds it: written in the
+    same commit as the task change that made it due. ``build``: only workers of that build
+    may take it (a pinned task), else any build that runs ``type`` at ``template_version``.
+    ``owner`` holds it until ``lease_until``."""
+
+    task_id: str
+    user_id: str
+    type: str
+    template_version: int
+    build: str | None
+    due_at: datetime
+    owner: str | None = None
+    lease_until: datetime | None = None
 
 
 @dataclass(frozen=True)

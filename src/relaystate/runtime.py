@@ -11,6 +11,7 @@ never the store or the writer.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 import uuid
@@ -34,7 +35,7 @@ from .edits import (
     reason_for,
     validated,
 )
-from .errors import NotFound, StoreURLError, TemplateError
+from .errors import MigrationFailed, NotFound, StoreURLError, TemplateError
 from .leases import Owner, hostname
 from .machine import first_stage
 from .model import (
@@ -59,6 +60,7 @@ from .store.bundle import Stores
 from .store.roles import Backend, Identities
 from .store.schema import SchemaStatus, SchemaStep
 from .templates import TaskTemplate
+from .versions import TemplateVersions
 from .writer import TaskWriter, Written
 
 if TYPE_CHECKING:
@@ -68,6 +70,8 @@ JSON = Any
 MessageLike = Message | tuple[str, str]
 
 DEFAULT_RETENTION = timedelta(days=7)
+EXECUTE_MODES = ("inline", "queue")
+log = logging.getLogger("relaystate.runtime")
 
 
 @dataclass
@@ -99,19 +103,28 @@ class Runtime:
         retention: timedelta = DEFAULT_RETENTION,
         max_inline_wait: float = 5.0,
         sleep: Callable[[float], None] = time.sleep,
+        execute: str = "inline",
+        dual_write: bool = False,
     ) -> None:
+        if execute not in EXECUTE_MODES:
+            raise ValueError(f"execute must be one of {EXECUTE_MODES}, not {execute!r}")
         self.stores = stores if isinstance(stores, Stores) else Stores.of(stores)
         self.build = build
         self.clock = clock
         self.retention = retention
-        self.templates: dict[str, TaskTemplate] = {}
+        self.execute = execute
+        """"inline": this process runs the actions a change makes due (the embedded
+        default); "queue": it commits the change and leaves them to workers."""
+        self.versions = TemplateVersions(dual_write=dual_write)
+        self.templates: dict[str, TaskTemplate] = self.versions.newest
+        """The newest version of each task type this build knows."""
         for template in templates:
             self.register(template)
         self.owner = Owner.current().id
         self.lease = lease
         self._stopped: set[str] = set()
         self._took_lease = False
-        self._writer = TaskWriter(self.stores, self.templates, clock)
+        self._writer = TaskWriter(self.stores, self.versions, clock, build=build)
         self._actions = ActionRunner(
             self._writer.template, owner=self.owner, lease=lease, is_stopped=self._is_stopped
         )
@@ -122,6 +135,7 @@ class Runtime:
             sleep=sleep,
             max_inline_wait=max_inline_wait,
             on_claim=self._leased,
+            runs_here=self.runs_here,
         )
 
     @property
@@ -135,9 +149,28 @@ class Runtime:
 
     # -- set-up --------------------------------------------------------------------------
     def register(self, template: TaskTemplate) -> None:
-        """Make a task type known to this runtime (checked for undeclared actions)."""
+        """Make a task type (one version of it) known to this runtime (checked for
+        undeclared actions); a build may carry several versions of a type."""
         template.validate()
-        self.templates[template.type] = template
+        self.versions.register(template)
+
+    def runs_here(self, state: TaskState) -> bool:
+        """Whether this process runs the task's actions itself: in inline mode, unless the
+        task is pinned to another build (its work waits in the queue for that build)."""
+        task = state.task
+        return self.execute == "inline" and (not task.pinned or task.created_by_build == self.build)
+
+    def upgraded(self, scope: Scope, states: Iterable[TaskState]) -> list[TaskState]:
+        """These tasks as this build runs them (older ones lifted and the lift committed);
+        a task whose migration fails is left out (it is marked as needing attention)."""
+        scope = checked(scope)
+        out = []
+        for state in states:
+            try:
+                out.append(self._writer.upgraded(state, scope))
+            except MigrationFailed as exc:
+                log.warning("task %s left out: %s", state.task.id, exc)
+        return out
 
     def _is_stopped(self, owner_id: str) -> bool:
         # A worker that deregistered never comes back: remember it, ask once.
@@ -421,7 +454,7 @@ class Runtime:
         self, scope: Scope, edit: Start, transcript: Transcript | None, run: bool
     ) -> Written:
         user = checked(scope).owner("a task")
-        template = self.templates.get(edit.type)
+        template = self.versions.for_new(edit.type)
         if template is None:
             known = ", ".join(sorted(self.templates)) or "none"
             raise TemplateError(f"unknown task type {edit.type!r} (known: {known})")
@@ -435,6 +468,7 @@ class Runtime:
             context=dict(edit.context),
             template_version=template.version,
             created_by_build=self.build,
+            pinned=template.upgrade == "pinned",
         )
         state = TaskState(task)
         state.task.slots = validated(template, edit.slots)
@@ -521,7 +555,7 @@ class Runtime:
     def task(self, scope: Scope, task_id: str) -> TaskState:
         """A task and its actions, if it is in scope."""
         inputs.check(scope, task_id=task_id)
-        return self._writer.load(task_id, checked(scope))
+        return self._writer.upgraded(self._writer.load(task_id, checked(scope)), checked(scope))
 
     def tasks(
         self,

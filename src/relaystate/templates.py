@@ -19,6 +19,9 @@ from .retry import Retry
 from .spec import ActionFn, ActionSpec, InputFn
 
 SLOT_KINDS = ("text", "choice", "date", "number")
+UPGRADE_POLICIES = ("auto", "pinned")
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+"""Lifts a stored task's dict one template version up."""
 _ZH_WEEKDAYS = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
 
 
@@ -247,9 +250,20 @@ class TaskTemplate:
         triggers: Mapping[str, Sequence[str]] | None = None,
         keywords: Mapping[str, Sequence[str]] | None = None,
         opening_slot: str | None = None,
+        upgrade: str = "auto",
     ) -> None:
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise TemplateError(f"template {type!r}: version must be a whole number >= 1")
+        if upgrade not in UPGRADE_POLICIES:
+            raise TemplateError(f"template {type!r}: upgrade must be one of {UPGRADE_POLICIES}")
         self.type = type
         self.version = version
+        self.upgrade = upgrade
+        """"auto": a build that knows a newer version lifts the task through its migrations
+        and any build may continue it; "pinned": the task runs to its end on the version and
+        the build that started it."""
+        self.migrations: dict[int, Migration] = {}
+        """Version N -> how to lift a stored task of version N to N + 1."""
         self.slots = list(slots)
         self.stages = list(stages)
         self.goal = goal
@@ -320,6 +334,25 @@ class TaskTemplate:
             return spec
 
         return register(fn) if fn is not None else register
+
+    def migration(self, *, from_version: int) -> Callable[[Migration], Migration]:
+        """Register how a stored task of ``from_version`` becomes one of ``from_version + 1``:
+        a function of the task's dict (slots, stage, context...) returning the new dict."""
+        if not isinstance(from_version, int) or not 1 <= from_version < self.version:
+            raise TemplateError(
+                f"template {self.type!r} version {self.version}: a migration lifts an older "
+                f"version (1 to {self.version - 1}), not {from_version!r}"
+            )
+
+        def register(fn: Migration) -> Migration:
+            if from_version in self.migrations:
+                raise TemplateError(
+                    f"template {self.type!r}: two migrations from version {from_version}"
+                )
+            self.migrations[from_version] = fn
+            return fn
+
+        return register
 
     def title(self, language: str = "en") -> str:
         """This task type's name for people, in ``language`` if declared."""

@@ -96,6 +96,7 @@ class PendingTurn:
         states: list[TaskState] = []
         if session_id is not None:
             stored, states = runtime.stores.read_turn(session_id, scope)
+            states = runtime.upgraded(scope, states)
         session = live_or_new(stored, session_id, user, runtime.clock())
         fresh = session is not stored
         if fresh:
@@ -117,7 +118,8 @@ class PendingTurn:
         """The user's open tasks from any session or device, most recent first."""
         found = self.runtime.open_tasks(self.scope, limit=limit)
         missing = [t.id for t in found if t.id not in self._loaded]
-        for state in self.runtime.stores.tasks.load_many(missing, self.scope):
+        loaded = self.runtime.stores.tasks.load_many(missing, self.scope)
+        for state in self.runtime.upgraded(self.scope, loaded):
             self._loaded[state.task.id] = state
         return [self._loaded[t.id] for t in found if t.id in self._loaded]
 

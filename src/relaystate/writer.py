@@ -9,22 +9,25 @@ task passes it as ``known``: the first attempt starts from it instead of reading
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from . import failpoints
-from .errors import NotFound, SchemaTooNew, TemplateError, VersionConflict
+from . import failpoints, work
+from .errors import MigrationFailed, NotFound, SchemaTooNew, VersionConflict
 from .journal import entry_for
 from .machine import settle
-from .model import SCHEMA_VERSION, Message, Session, TaskState, to_iso
+from .model import SCHEMA_VERSION, Message, Session, TaskState, TaskStatus, to_iso
 from .next_step import NextStep
 from .scope import Scope
 from .store.bundle import Stores
 from .store.roles import Commit
 from .templates import TaskTemplate
+from .versions import TemplateVersions
 
 Change = Callable[[TaskState], bool | None]
 """Edits a draft in place; returns False to leave the task as it is."""
@@ -32,6 +35,8 @@ Attach = Callable[[TaskState, NextStep], tuple[Session | None, list[Message]]]
 """What else a commit carries (the turn's session and messages), given the settled draft."""
 
 CONFLICT_ATTEMPTS = 16
+MIGRATION_FAILED = "migration_failed"
+"""Key in ``task.context`` of why this build could not lift the task (and which build)."""
 
 
 @dataclass
@@ -47,29 +52,24 @@ class TaskWriter:
     def __init__(
         self,
         stores: Stores,
-        templates: Mapping[str, TaskTemplate],
+        versions: TemplateVersions,
         clock: Callable[[], datetime],
+        *,
+        build: str = "dev",
     ) -> None:
         self.stores = stores
-        self.templates = templates
+        self.versions = versions
         self.clock = clock
+        self.build = build
 
     def template(self, state: TaskState) -> TaskTemplate:
-        task = state.task
-        template = self.templates.get(task.type)
-        if template is None:
-            raise TemplateError(f"task {task.id} is of type {task.type!r}, unknown here")
-        if task.template_version > template.version:
-            raise TemplateError(
-                f"task {task.id} was started by template {task.type!r} version "
-                f"{task.template_version}; this build knows version {template.version}"
-            )
-        if task.schema_version > SCHEMA_VERSION:
+        """The template ``state`` runs on here; TaskTooNew if a newer build wrote it."""
+        if state.task.schema_version > SCHEMA_VERSION:
             raise SchemaTooNew(
-                f"task {task.id} has state schema {task.schema_version}; this build "
-                f"understands {SCHEMA_VERSION} and will not overwrite it"
+                f"task {state.task.id} has state schema {state.task.schema_version}; this "
+                f"build understands {SCHEMA_VERSION} and will not overwrite it"
             )
-        return template
+        return self.versions.runs_on(state.task)
 
     def load(self, task_id: str, scope: Scope) -> TaskState:
         state = self.stores.tasks.load(task_id, scope)
@@ -81,6 +81,47 @@ class TaskWriter:
         """The step stored state implies as of now, computed on a copy (nothing written)."""
         return settle(self.template(state), state.copy(), self.clock())
 
+    # -- lifting stored tasks to the version this build runs ----------------------------
+    def upgraded(self, state: TaskState, scope: Scope) -> TaskState:
+        """``state`` as this build runs it: an older ``auto`` task is lifted through its
+        migrations and the lift committed (journaled by ``migration``) before anything
+        else touches it. A failing migration leaves the task as it was, marked as needing
+        attention with the reason (once per build), and raises MigrationFailed."""
+        for _ in range(CONFLICT_ATTEMPTS):
+            if not self.versions.needs_lift(state.task):
+                return state
+            failed = state.task.context.get(MIGRATION_FAILED)
+            if isinstance(failed, dict) and failed.get("build") == self.build:
+                raise MigrationFailed(str(failed.get("reason")))
+            try:
+                lifted = self.versions.lift(state, self.clock())
+            except MigrationFailed as exc:
+                self._mark_failed(state, str(exc))
+                raise
+            to = lifted.task.template_version
+            reason = (
+                f"migrated {state.task.type} from version {state.task.template_version} to {to}"
+            )
+            try:
+                return self._write(state, lifted, actor="migration", reason=reason).state
+            except VersionConflict:
+                state = self.load(state.task.id, scope)
+        raise VersionConflict(state.task.id, state.task.version, None)
+
+    def _mark_failed(self, state: TaskState, reason: str) -> None:
+        """Record why the task cannot be lifted; its data and version stay as they were."""
+        draft = state.copy()
+        draft.task.context[MIGRATION_FAILED] = {"build": self.build, "reason": reason}
+        draft.task.status = TaskStatus.NEEDS_ATTENTION
+        draft.task.status_text = f"Needs attention: {reason}"
+        draft.task.due_at = None
+        draft.task.updated_at = self.clock()
+        with contextlib.suppress(VersionConflict):  # someone else changed it: they decide
+            self._commit(
+                state, draft, None, actor="migration", reason=f"migration failed: {reason}"
+            )
+
+    # -- writing -------------------------------------------------------------------------
     def create(
         self,
         state: TaskState,
@@ -97,13 +138,26 @@ class TaskWriter:
         step = settle(self.template(state), state, now)
         state.task.version = 1
         state.task.created_at = state.task.updated_at = now
+        state.task.due_at = work.due_at(state, step)
         for action in state.actions:
             action.created_at = action.updated_at = now
         text = reason(state) if callable(reason) else reason
         entry = entry_for(None, state.to_dict(), at=now, actor=actor, reason=text)
         session, messages = attach(state, step) if attach is not None else (None, [])
         failpoints.hit("before_commit", state.task.type)
-        self.stores.commit(Commit(state, 0, list(state.actions), entry, session, messages))
+        item = work.item_for(state)
+        self.stores.commit(
+            Commit(
+                state,
+                0,
+                list(state.actions),
+                entry,
+                session,
+                messages,
+                requeue=item is not None,
+                work=item,
+            )
+        )
         return Written(state, step, True)
 
     def mutate(
@@ -124,41 +178,83 @@ class TaskWriter:
         """
         conflict: VersionConflict | None = None
         for attempt in range(CONFLICT_ATTEMPTS):
-            before = known if known is not None and attempt == 0 else self.load(task_id, scope)
+            read = known if known is not None and attempt == 0 else self.load(task_id, scope)
+            before = self.upgraded(read, scope)
             template = self.template(before)
-            old = before.to_dict()
-            draft = TaskState.from_dict(old)
+            draft = before.copy()
             if change(draft) is False:
                 return Written(before, settle(template, draft, self.clock()), False)
-            now = self.clock()
-            step = settle(template, draft, now)
-            new = draft.to_dict()
-            touched = [
-                a
-                for a in draft.actions
-                if old["actions"].get(str(a.seq)) != new["actions"][str(a.seq)]
-            ]
-            if not touched and new["task"] == old["task"]:
-                return Written(before, step, False)
-            stamp = to_iso(now)
-            for action in touched:
-                action.updated_at = now
-                new["actions"][str(action.seq)]["updated_at"] = stamp
-            draft.task.version = new["task"]["version"] = before.task.version + 1
-            draft.task.updated_at = now
-            new["task"]["updated_at"] = stamp
-            text = reason(draft) if callable(reason) else reason
-            entry = entry_for(old, new, at=now, actor=actor, reason=text)
-            session, messages = attach(draft, step) if attach is not None else (None, [])
-            failpoints.hit("before_commit", draft.task.type)
             try:
-                self.stores.commit(
-                    Commit(draft, before.task.version, touched, entry, session, messages, new)
-                )
+                return self._write(before, draft, actor=actor, reason=reason, attach=attach)
             except VersionConflict as exc:
                 conflict = exc
                 time.sleep(random.random() * 0.002 * (attempt + 1))
-                continue
-            return Written(draft, step, True)
         assert conflict is not None
         raise conflict
+
+    def _write(
+        self,
+        before: TaskState,
+        draft: TaskState,
+        *,
+        actor: str,
+        reason: str | Callable[[TaskState], str],
+        attach: Attach | None = None,
+    ) -> Written:
+        """Settle ``draft`` and commit it over ``before`` (nothing if nothing changed)."""
+        now = self.clock()
+        step = settle(self.template(draft), draft, now)
+        draft.task.due_at = before.task.due_at  # a new due time alone is no change
+        old, new = before.to_dict(), draft.to_dict()
+        if new == old:
+            return Written(before, step, False)
+        draft.task.updated_at = now
+        draft.task.due_at = work.due_at(draft, step)
+        new["task"]["updated_at"] = to_iso(now)
+        new["task"]["due_at"] = to_iso(draft.task.due_at)
+        self._commit(
+            before, draft, step, actor=actor, reason=reason, attach=attach, rows=(old, new)
+        )
+        return Written(draft, step, True)
+
+    def _commit(
+        self,
+        before: TaskState,
+        draft: TaskState,
+        step: NextStep | None,
+        *,
+        actor: str,
+        reason: str | Callable[[TaskState], str],
+        attach: Attach | None = None,
+        rows: tuple[dict[str, Any], dict[str, Any]] | None = None,
+    ) -> None:
+        """One journaled commit of ``draft`` over ``before``, with its queue row."""
+        now = draft.task.updated_at if rows is not None else self.clock()
+        old, new = rows if rows is not None else (before.to_dict(), draft.to_dict())
+        touched = [
+            a for a in draft.actions if old["actions"].get(str(a.seq)) != new["actions"][str(a.seq)]
+        ]
+        stamp = to_iso(now)
+        for action in touched:
+            action.updated_at = now
+            new["actions"][str(action.seq)]["updated_at"] = stamp
+        draft.task.version = new["task"]["version"] = before.task.version + 1
+        text = reason(draft) if callable(reason) else reason
+        entry = entry_for(old, new, at=now, actor=actor, reason=text)
+        session, messages = (
+            attach(draft, step) if attach is not None and step is not None else (None, [])
+        )
+        failpoints.hit("before_commit", draft.task.type)
+        self.stores.commit(
+            Commit(
+                draft,
+                before.task.version,
+                touched,
+                entry,
+                session,
+                messages,
+                new,
+                requeue=work.changed(old["task"], new["task"]),
+                work=work.item_for(draft),
+            )
+        )

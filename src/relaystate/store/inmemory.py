@@ -7,7 +7,7 @@ state, exactly as with a database. One lock makes every commit atomic.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -24,6 +24,8 @@ from ..model import (
     TaskState,
     TaskStatus,
     WorkerInfo,
+    WorkerStatus,
+    WorkItem,
     clone,
 )
 from ..scope import Scope
@@ -48,6 +50,8 @@ class InMemoryStore(Backend):
         self._sessions: dict[str, Row] = {}
         self._messages: dict[str, list[Row]] = {}
         self._workers: dict[str, tuple[WorkerInfo, datetime | None]] = {}
+        self._beats: dict[str, tuple[str, datetime]] = {}
+        self._work: dict[str, WorkItem] = {}
         self._claims: dict[str, tuple[str, datetime]] = {}
         self._keys_by_id: dict[str, ApiKey] = {}
         self._memory_db: tuple[Tx, Read, Callable[[], None]] | None = None
@@ -98,6 +102,8 @@ class InMemoryStore(Backend):
                 rows[action.seq] = clone(commit.action_row(action))
                 self._keys[action.idempotency_key] = (task.id, action.seq)
             self._journal.setdefault(task.id, []).append(commit.entry.to_dict())
+            if commit.requeue:
+                self._requeue(task.id, commit.work)
             self._write(commit.session, commit.messages)
 
     def _state(self, task_id: str, scope: Scope) -> TaskState | None:
@@ -319,6 +325,88 @@ class InMemoryStore(Backend):
             return frozenset(
                 w for w in worker_ids if w in self._workers and self._workers[w][1] is not None
             )
+
+    def heartbeat(self, worker: WorkerInfo, at: datetime, *, role: str = "worker") -> None:
+        with self._lock:
+            if worker.id not in self._workers:
+                self._workers[worker.id] = (worker, None)
+            self._beats[worker.id] = (role, at)
+
+    def workers(self, *, include_stopped: bool = False) -> list[WorkerStatus]:
+        with self._lock:
+            out = []
+            for wid, (info, stopped) in self._workers.items():
+                if stopped is not None and not include_stopped:
+                    continue
+                role, beat = self._beats.get(wid, ("worker", None))
+                held = sum(1 for w in self._work.values() if w.owner == wid)
+                out.append(WorkerStatus(info, role, beat, stopped, held))
+        return sorted(out, key=lambda w: w.info.started_at)
+
+    # -- the work queue ---------------------------------------------------------------
+    def _requeue(self, task_id: str, item: WorkItem | None) -> None:
+        old = self._work.get(task_id)
+        if item is None:
+            self._work.pop(task_id, None)
+        elif old is None:
+            self._work[task_id] = item
+        else:
+            self._work[task_id] = replace(item, owner=old.owner, lease_until=old.lease_until)
+
+    def claim_work(
+        self,
+        owner: str,
+        *,
+        build: str,
+        runnable: Mapping[str, Collection[int]],
+        now: datetime,
+        until: datetime,
+        limit: int = 1,
+        gone: Collection[str] = (),
+    ) -> list[WorkItem]:
+        with self._lock:
+            free = [
+                w
+                for w in self._work.values()
+                if w.due_at <= now
+                and (
+                    w.owner in (None, owner)
+                    or w.owner in gone
+                    or (w.lease_until is not None and w.lease_until <= now)
+                )
+                and w.build in (None, build)
+                and w.template_version in runnable.get(w.type, ())
+            ]
+            taken = sorted(free, key=lambda w: w.due_at)[: max(limit, 0)]
+            for w in taken:
+                self._work[w.task_id] = replace(w, owner=owner, lease_until=until)
+            return [self._work[w.task_id] for w in taken]
+
+    def release_work(self, task_id: str, owner: str, *, due_at: datetime | None = None) -> None:
+        with self._lock:
+            w = self._work.get(task_id)
+            if w is not None and w.owner == owner:
+                due = due_at or w.due_at
+                self._work[task_id] = replace(w, owner=None, lease_until=None, due_at=due)
+
+    def extend_work(self, owner: str, until: datetime) -> int:
+        with self._lock:
+            mine = [w for w in self._work.values() if w.owner == owner]
+            for w in mine:
+                self._work[w.task_id] = replace(w, lease_until=until)
+            return len(mine)
+
+    def work_holders(self, now: datetime) -> frozenset[str]:
+        with self._lock:
+            return frozenset(
+                w.owner
+                for w in self._work.values()
+                if w.owner is not None and w.lease_until is not None and w.lease_until > now
+            )
+
+    def queued_work(self, *, limit: int = 1000) -> list[WorkItem]:
+        with self._lock:
+            return sorted(self._work.values(), key=lambda w: (w.due_at, w.task_id))[:limit]
 
 
 def _int(value: object) -> int:

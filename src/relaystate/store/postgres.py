@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -51,6 +51,8 @@ from ..model import (
     TaskState,
     TaskStatus,
     WorkerInfo,
+    WorkerStatus,
+    WorkItem,
 )
 from ..scope import Scope
 from . import schema
@@ -58,6 +60,8 @@ from .pg_connections import Conn, Connections
 from .pg_memory import PostgresMemories
 from .pg_working import PostgresWorkingMemory
 from .roles import DURABLE, ONE_READ_TURN, SHARED, Backend, Commit, SchemaAdmin
+from .work_rows import WORK_COLUMNS, claimable, work_item
+from .work_rows import worker_status as _worker_status
 
 DEFAULT_POOL_SIZE = 10
 _MIGRATION_LOCK = 0x72656C6179737461  # "relaysta": the advisory lock of schema changes
@@ -147,6 +151,12 @@ class PostgresStore(Backend, SchemaAdmin):
             params["session_user"] = session.user_id
             params["session"] = Jsonb(session.next_stored())
             params["session_version"] = session.version
+        if commit.requeue:
+            parts.append(_DEQUEUE if commit.work is None else _ENQUEUE)
+            if commit.work is not None:
+                params["work_version"] = commit.work.template_version
+                params["work_build"] = commit.work.build
+                params["work_due"] = commit.work.due_at
         if commit.messages:
             parts.append(_messages_cte("WHERE EXISTS (SELECT FROM t)"))
             params["messages"] = Jsonb([m.to_dict() for m in commit.messages])
@@ -519,6 +529,91 @@ class PostgresStore(Backend, SchemaAdmin):
         )
         return frozenset(str(r[0]) for r in rows)
 
+    def heartbeat(self, worker: WorkerInfo, at: datetime, *, role: str = "worker") -> None:
+        self._write(
+            "WITH w AS ("
+            " INSERT INTO workers (id, host, pid, build, started_at, role, heartbeat_at)"
+            " VALUES (%(id)s, %(host)s, %(pid)s, %(build)s, %(started_at)s, %(role)s, %(at)s)"
+            " ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at,"
+            " role = EXCLUDED.role"
+            ") SELECT 1",
+            {
+                "id": worker.id,
+                "host": worker.host,
+                "pid": worker.pid,
+                "build": worker.build,
+                "started_at": worker.started_at,
+                "role": role,
+                "at": at,
+            },
+        )
+
+    def workers(self, *, include_stopped: bool = False) -> list[WorkerStatus]:
+        rows = self._rows(
+            "SELECT w.id, w.host, w.pid, w.build, w.started_at, w.role, w.heartbeat_at,"
+            " w.stopped_at, (SELECT count(*) FROM work WHERE work.owner = w.id)"
+            " FROM workers w"
+            + ("" if include_stopped else " WHERE w.stopped_at IS NULL")
+            + " ORDER BY w.started_at, w.id"
+        )
+        return [_worker_status(r) for r in rows]
+
+    def claim_work(
+        self,
+        owner: str,
+        *,
+        build: str,
+        runnable: Mapping[str, Collection[int]],
+        now: datetime,
+        until: datetime,
+        limit: int = 1,
+        gone: Collection[str] = (),
+    ) -> list[WorkItem]:
+        c = claimable(runnable, gone, "%s")
+        if c is None:
+            return []
+        # SKIP LOCKED: concurrent claimers pass over the rows another is taking
+        sql = (
+            "WITH c AS (SELECT task_id FROM work WHERE due_at <= %s"
+            " AND (owner IS NULL OR lease_until <= %s OR owner = %s" + c.gone_sql + ")"
+            " AND (build IS NULL OR build = %s) AND (" + c.kinds_sql + ")"
+            " ORDER BY due_at LIMIT %s FOR UPDATE SKIP LOCKED)"
+            " UPDATE work SET owner = %s, lease_until = %s FROM c"
+            f" WHERE work.task_id = c.task_id RETURNING {_WORK_RETURNING}"
+        )
+        args = [now, now, owner, *c.gone_args, build, *c.kind_args, max(limit, 0), owner, until]
+        with self._conn() as conn:
+            rows = conn.execute(sql, args).fetchall()
+        return sorted((work_item(r) for r in rows), key=lambda w: w.due_at)
+
+    def release_work(self, task_id: str, owner: str, *, due_at: datetime | None = None) -> None:
+        self._rows(
+            "UPDATE work SET owner = NULL, lease_until = NULL,"
+            " due_at = coalesce(%s::timestamptz, due_at) WHERE task_id = %s AND owner = %s"
+            " RETURNING 1",
+            (due_at, task_id, owner),
+        )
+
+    def extend_work(self, owner: str, until: datetime) -> int:
+        rows = self._rows(
+            "UPDATE work SET lease_until = %s WHERE owner = %s RETURNING 1", (until, owner)
+        )
+        return len(rows)
+
+    def work_holders(self, now: datetime) -> frozenset[str]:
+        rows = self._rows(
+            "SELECT DISTINCT owner FROM work WHERE owner IS NOT NULL AND lease_until > %s",
+            (now,),
+        )
+        return frozenset(str(r[0]) for r in rows)
+
+    def queued_work(self, *, limit: int = 1000) -> list[WorkItem]:
+        rows = self._rows(
+            f"SELECT {WORK_COLUMNS} FROM work ORDER BY due_at, task_id LIMIT %s",
+            (max(limit, 0),),
+        )
+        return [work_item(r) for r in rows]
+
     @property
     def memories(self) -> PostgresMemories:
         """Long-term memory in this database (its own tables, the same connections)."""
@@ -550,6 +645,19 @@ _INSERT_TASK = """t AS (
     ON CONFLICT (id) DO NOTHING
     RETURNING id
 )"""
+
+_WORK_RETURNING = ", ".join("work." + c.strip() for c in WORK_COLUMNS.split(","))
+
+_ENQUEUE = """w AS (
+    INSERT INTO work (task_id, user_id, type, template_version, build, due_at)
+    SELECT id, %(user_id)s, %(type)s, %(work_version)s::integer, %(work_build)s::text,
+        %(work_due)s::timestamptz FROM t
+    ON CONFLICT (task_id) DO UPDATE SET user_id = EXCLUDED.user_id, type = EXCLUDED.type,
+        template_version = EXCLUDED.template_version, build = EXCLUDED.build,
+        due_at = EXCLUDED.due_at
+)"""
+
+_DEQUEUE = """w AS (DELETE FROM work WHERE task_id = (SELECT id FROM t))"""
 
 _JOURNAL = """j AS (
     INSERT INTO journal (task_id, version, at, data)

@@ -25,7 +25,7 @@ rows only, and another user's ids answer like ids that do not exist. Maintenance
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -45,6 +45,8 @@ from ..model import (
     TaskState,
     TaskStatus,
     WorkerInfo,
+    WorkerStatus,
+    WorkItem,
 )
 from ..scope import Scope
 from .schema import SchemaStatus, SchemaStep
@@ -75,6 +77,10 @@ class Commit:
     messages: list[Message] = field(default_factory=list)
     rows: dict[str, Any] | None = None
     """The state's dict form (``TaskState.to_dict()``) if the writer made it already."""
+    requeue: bool = False
+    """The task's row in the work queue changes with this commit: to ``work`` (None: the
+    row goes, nothing automatic is due). A claim on the row is kept."""
+    work: WorkItem | None = None
 
     @property
     def task(self) -> Task:
@@ -230,6 +236,49 @@ class Coordination(_Closable, ABC):
     @abstractmethod
     def stopped_workers(self, worker_ids: Iterable[str]) -> frozenset[str]:
         """Which of these workers have deregistered."""
+
+    @abstractmethod
+    def heartbeat(self, worker: WorkerInfo, at: datetime, *, role: str = "worker") -> None:
+        """Record that a process is alive (registering it, with its role, if it is new)."""
+
+    @abstractmethod
+    def workers(self, *, include_stopped: bool = False) -> list[WorkerStatus]:
+        """Registered processes (those still running, unless ``include_stopped``), with the
+        work items each holds, oldest first."""
+
+    # -- the work queue ---------------------------------------------------------------
+    @abstractmethod
+    def claim_work(
+        self,
+        owner: str,
+        *,
+        build: str,
+        runnable: Mapping[str, Collection[int]],
+        now: datetime,
+        until: datetime,
+        limit: int = 1,
+        gone: Collection[str] = (),
+    ) -> list[WorkItem]:
+        """Take up to ``limit`` items due by ``now``, earliest first, that nobody holds (or
+        whose holder's lease ended, or who is in ``gone``) and that ``owner`` may run: not
+        pinned to another build, of a type and version in ``runnable``. Concurrent
+        claimers never take the same item."""
+
+    @abstractmethod
+    def release_work(self, task_id: str, owner: str, *, due_at: datetime | None = None) -> None:
+        """Give an item back (if ``owner`` still holds it), due again at ``due_at`` if given."""
+
+    @abstractmethod
+    def extend_work(self, owner: str, until: datetime) -> int:
+        """Extend the lease of every item ``owner`` holds; how many it holds."""
+
+    @abstractmethod
+    def work_holders(self, now: datetime) -> frozenset[str]:
+        """Who holds live claims on work items (to tell which of them are dead processes)."""
+
+    @abstractmethod
+    def queued_work(self, *, limit: int = 1000) -> list[WorkItem]:
+        """Items in the queue, earliest due first."""
 
 
 class SchemaAdmin(_Closable, ABC):

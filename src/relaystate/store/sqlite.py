@@ -13,8 +13,9 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from ..model import (
     TaskState,
     TaskStatus,
     WorkerInfo,
+    WorkerStatus,
+    WorkItem,
     from_iso,
     to_iso,
 )
@@ -40,6 +43,30 @@ from .roles import DURABLE, SHARED, Backend, Commit, SchemaAdmin
 from .sqlite_files import check_tables, finish, rollback, translated
 from .sqlite_memory import SQLiteMemories
 from .sqlite_working import SQLiteWorkingMemory
+from .work_rows import WORK_COLUMNS, claimable, work_item
+from .work_rows import worker_status as _worker_status
+
+
+def _requeue(db: sqlite3.Connection, task_id: str, item: WorkItem | None) -> None:
+    """The task's row in the work queue as its commit leaves it (a claim on it is kept)."""
+    if item is None:
+        db.execute("DELETE FROM work WHERE task_id = ?", (task_id,))
+        return
+    db.execute(
+        "INSERT INTO work (task_id, user_id, type, template_version, build, due_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET"
+        " user_id = excluded.user_id, type = excluded.type,"
+        " template_version = excluded.template_version, build = excluded.build,"
+        " due_at = excluded.due_at",
+        (
+            item.task_id,
+            item.user_id,
+            item.type,
+            item.template_version,
+            item.build,
+            to_iso(item.due_at),
+        ),
+    )
 
 
 def _dumps(value: object) -> str:
@@ -175,6 +202,8 @@ class SQLiteStore(Backend, SchemaAdmin):
                 "INSERT INTO journal (task_id, version, at, data) VALUES (?, ?, ?, ?)",
                 (entry.task_id, entry.version, to_iso(entry.at), _dumps(entry.to_dict())),
             )
+            if commit.requeue:
+                _requeue(db, task.id, commit.work)
             if commit.session is not None:
                 self._put_session(db, commit.session)
             self._append(db, commit.messages)
@@ -480,6 +509,88 @@ class SQLiteStore(Backend, SchemaAdmin):
             f"SELECT id FROM workers WHERE stopped_at IS NOT NULL AND id IN ({marks})", ids
         )
         return frozenset(str(r[0]) for r in rows)
+
+    def heartbeat(self, worker: WorkerInfo, at: datetime, *, role: str = "worker") -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO workers (id, host, pid, build, started_at, role, heartbeat_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE"
+                " SET heartbeat_at = excluded.heartbeat_at, role = excluded.role",
+                (
+                    worker.id,
+                    worker.host,
+                    worker.pid,
+                    worker.build,
+                    to_iso(worker.started_at),
+                    role,
+                    to_iso(at),
+                ),
+            )
+
+    def workers(self, *, include_stopped: bool = False) -> list[WorkerStatus]:
+        rows = self._read(
+            "SELECT w.id, w.host, w.pid, w.build, w.started_at, w.role, w.heartbeat_at,"
+            " w.stopped_at, (SELECT count(*) FROM work WHERE work.owner = w.id)"
+            " FROM workers w" + ("" if include_stopped else " WHERE w.stopped_at IS NULL")
+        )
+        return sorted((_worker_status(r) for r in rows), key=lambda w: w.info.started_at)
+
+    def claim_work(
+        self,
+        owner: str,
+        *,
+        build: str,
+        runnable: Mapping[str, Collection[int]],
+        now: datetime,
+        until: datetime,
+        limit: int = 1,
+        gone: Collection[str] = (),
+    ) -> list[WorkItem]:
+        c = claimable(runnable, gone, "?")
+        if c is None:
+            return []
+        stamp = to_iso(now)
+        with self._tx() as db:  # one writer at a time: no two claimers see the same row free
+            rows = db.execute(
+                f"SELECT {WORK_COLUMNS} FROM work WHERE due_at <= ?"
+                " AND (owner IS NULL OR lease_until <= ? OR owner = ?" + c.gone_sql + ")"
+                " AND (build IS NULL OR build = ?) AND (" + c.kinds_sql + ")"
+                " ORDER BY due_at LIMIT ?",
+                [stamp, stamp, owner, *c.gone_args, build, *c.kind_args, max(limit, 0)],
+            ).fetchall()
+            db.executemany(
+                "UPDATE work SET owner = ?, lease_until = ? WHERE task_id = ?",
+                [(owner, to_iso(until), r[0]) for r in rows],
+            )
+        return [replace(work_item(r), owner=owner, lease_until=until) for r in rows]
+
+    def release_work(self, task_id: str, owner: str, *, due_at: datetime | None = None) -> None:
+        with self._tx() as db:
+            db.execute(
+                "UPDATE work SET owner = NULL, lease_until = NULL,"
+                " due_at = coalesce(?, due_at) WHERE task_id = ? AND owner = ?",
+                (to_iso(due_at), task_id, owner),
+            )
+
+    def extend_work(self, owner: str, until: datetime) -> int:
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE work SET lease_until = ? WHERE owner = ?", (to_iso(until), owner)
+            )
+            return int(cur.rowcount)
+
+    def work_holders(self, now: datetime) -> frozenset[str]:
+        rows = self._read(
+            "SELECT DISTINCT owner FROM work WHERE owner IS NOT NULL AND lease_until > ?",
+            (to_iso(now),),
+        )
+        return frozenset(str(r[0]) for r in rows)
+
+    def queued_work(self, *, limit: int = 1000) -> list[WorkItem]:
+        rows = self._read(
+            f"SELECT {WORK_COLUMNS} FROM work ORDER BY due_at, task_id LIMIT ?", (max(limit, 0),)
+        )
+        return [work_item(r) for r in rows]
 
     @property
     def memories(self) -> SQLiteMemories:
