@@ -298,6 +298,9 @@ CALLS: dict[str, Callable[[Runtime, Any, str], Any]] = {
     "api_keys": lambda rt, s, t: rt.api_keys(s),
     "revoke_api_keys": lambda rt, s, t: rt.revoke_api_keys(s, user_id="alice"),
     "upgraded": lambda rt, s, t: rt.upgraded(s, []),
+    "migrate": lambda rt, s, t: rt.migrate(s, dry_run=True),
+    "builds": lambda rt, s, t: rt.builds(s),
+    "workers": lambda rt, s, t: rt.workers(s),
 }
 # api_key finds a caller's key before any scope exists (the server's sign-in)
 UNSCOPED = {
@@ -309,6 +312,7 @@ UNSCOPED = {
     "max_text",
     "api_key",
     "runs_here",
+    "worker_info",
 }
 """Public names that touch no user's data."""
 

@@ -25,6 +25,14 @@ def print_state(out: Console, state: TaskState, title: str | None = None) -> Non
     table.add_row("missing", ", ".join(task.missing_slots) or "-")
     table.add_row("progress", f"{task.progress.done}/{task.progress.total} actions")
     table.add_row("version", str(task.version))
+    pin = f", pinned to build {task.created_by_build}" if task.pinned else ""
+    table.add_row(
+        "template",
+        f"{task.type} version {task.template_version} (started by build "
+        f"{task.created_by_build or '?'}{pin})",
+    )
+    if task.due_at is not None:
+        table.add_row("work due", f"{task.due_at:%Y-%m-%d %H:%M:%S} UTC")
     table.add_row("next", task.status_text)
     out.print(table)
     if state.actions:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from . import inputs, journal, recovery
+from . import inputs, journal, recovery, upgrades
 from .actions import ActionRunner
 from .driver import Driver, Transcript
 from .edits import (
@@ -50,6 +50,7 @@ from .model import (
     TaskState,
     TaskStatus,
     WorkerInfo,
+    WorkerStatus,
     utcnow,
 )
 from .next_step import NextStep
@@ -60,6 +61,7 @@ from .store.bundle import Stores
 from .store.roles import Backend, Identities
 from .store.schema import SchemaStatus, SchemaStep
 from .templates import TaskTemplate
+from .upgrades import BuildStatus, MigrationReport
 from .versions import TemplateVersions
 from .writer import TaskWriter, Written
 
@@ -183,6 +185,10 @@ class Runtime:
 
     def _leased(self) -> None:
         self._took_lease = True
+
+    def worker_info(self) -> WorkerInfo:
+        """This process as the store's workers table records it (id: its lease owner)."""
+        return self._worker()
 
     def _worker(self) -> WorkerInfo:
         owner = Owner.parse(self.owner)
@@ -596,6 +602,33 @@ class Runtime:
             page=page,
             on_task=on_task,
         )
+
+    # -- rolling upgrades (operators) -----------------------------------------------------
+    def migrate(
+        self,
+        scope: Scope,
+        *,
+        dry_run: bool = False,
+        on_task: Callable[[str, str], None] | None = None,
+    ) -> MigrationReport:
+        """Lift every stored task that is behind this build's template versions (admin)."""
+        inputs.check(scope)
+        checked(scope).require_admin("migrating tasks")
+        return upgrades.migrate_all(
+            self.stores, self._writer, self.versions, dry_run=dry_run, on_task=on_task
+        )
+
+    def builds(self, scope: Scope) -> list[BuildStatus]:
+        """Builds in service and the open tasks pinned to each (admin)."""
+        inputs.check(scope)
+        checked(scope).require_admin("listing builds")
+        return upgrades.builds(self.stores, self.clock())
+
+    def workers(self, scope: Scope, *, include_stopped: bool = False) -> list[WorkerStatus]:
+        """Registered processes: build, role, heartbeat, work items held (admin)."""
+        inputs.check(scope)
+        checked(scope).require_admin("listing workers")
+        return self.stores.coordination.workers(include_stopped=include_stopped)
 
     # -- the database schema (operators) ---------------------------------------------------
     def schema_status(self, scope: Scope) -> SchemaStatus | None:

@@ -86,7 +86,7 @@ class TemplateVersions:
                 f"build knows up to version {top} and leaves it to a newer build"
             )
         template = versions.get(task.template_version)
-        if template is not None and (task.pinned or self.dual_write or not self.needs_lift(task)):
+        if template is not None:
             return template
         if self.needs_lift(task):
             raise TemplateError(
@@ -98,6 +98,10 @@ class TemplateVersions:
             f"build neither carries nor can migrate from"
             + (" (the task is pinned to its version)" if task.pinned else "")
         )
+
+    def carries(self, task: Task) -> bool:
+        """Whether this build has the template version ``task`` is on."""
+        return task.template_version in self._by_type.get(task.type, {})
 
     def lift(self, state: TaskState, now: datetime) -> TaskState:
         """The task lifted to the newest version, in memory (its actions unchanged, derived

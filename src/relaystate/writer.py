@@ -21,7 +21,7 @@ from . import failpoints, work
 from .errors import MigrationFailed, NotFound, SchemaTooNew, VersionConflict
 from .journal import entry_for
 from .machine import settle
-from .model import SCHEMA_VERSION, Message, Session, TaskState, TaskStatus, to_iso
+from .model import SCHEMA_VERSION, ActionStatus, Message, Session, TaskState, TaskStatus, to_iso
 from .next_step import NextStep
 from .scope import Scope
 from .store.bundle import Stores
@@ -88,7 +88,7 @@ class TaskWriter:
         else touches it. A failing migration leaves the task as it was, marked as needing
         attention with the reason (once per build), and raises MigrationFailed."""
         for _ in range(CONFLICT_ATTEMPTS):
-            if not self.versions.needs_lift(state.task):
+            if not self.versions.needs_lift(state.task) or self._busy(state):
                 return state
             failed = state.task.context.get(MIGRATION_FAILED)
             if isinstance(failed, dict) and failed.get("build") == self.build:
@@ -107,6 +107,12 @@ class TaskWriter:
             except VersionConflict:
                 state = self.load(state.task.id, scope)
         raise VersionConflict(state.task.id, state.task.version, None)
+
+    def _busy(self, state: TaskState) -> bool:
+        """An action in flight on a version this build carries: it settles on that version
+        first (its holder, maybe an older build, writes its result), then the task is lifted."""
+        running = any(a.status == ActionStatus.RUNNING for a in state.actions)
+        return running and self.versions.carries(state.task)
 
     def _mark_failed(self, state: TaskState, reason: str) -> None:
         """Record why the task cannot be lifted; its data and version stay as they were."""

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import demo, memory, ops, schema, serve, talk, tasks
+from . import demo, fleet, memory, ops, schema, serve, talk, tasks
 
 __all__ = ["main", "parser"]
 
@@ -57,6 +57,7 @@ def parser() -> argparse.ArgumentParser:
     schema.register(commands)
     serve.register(commands)
     memory.register(commands)
+    fleet.register(commands)
     return root
 
 

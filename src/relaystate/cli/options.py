@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 import traceback
 from collections.abc import Iterable, Mapping
@@ -48,6 +49,16 @@ def app_parser() -> argparse.ArgumentParser:
     group.add_argument(
         "--app", dest="app_ref", help="module:function returning your TaskTemplates."
     )
+    group.add_argument(
+        "--build",
+        help="This process's build id (default $RELAYSTATE_BUILD, else the package version).",
+    )
+    group.add_argument(
+        "--dual-write",
+        action="store_true",
+        help="While an older build still runs: lift no Task, start new ones on the oldest "
+        "template version carried, so the older build can read everything written.",
+    )
     return parser
 
 
@@ -60,6 +71,8 @@ class Options:
     ledger: str | None
     app_ref: str | None
     as_json: bool
+    build: str = ""
+    dual_write: bool = False
 
     @classmethod
     def parse(cls, ns: argparse.Namespace) -> Options:
@@ -70,6 +83,10 @@ class Options:
             ledger=getattr(ns, "ledger", None) or env.get("RELAYSTATE_LEDGER") or None,
             app_ref=getattr(ns, "app_ref", None) or env.get("RELAYSTATE_APP") or None,
             as_json=bool(getattr(ns, "as_json", False)),
+            build=build_id(
+                getattr(ns, "build", None) or env.get("RELAYSTATE_BUILD") or default_build()
+            ),
+            dual_write=bool(getattr(ns, "dual_write", False)),
         )
 
     def ledger_path(self) -> Path:
@@ -99,7 +116,9 @@ class Options:
 
         return open_store(self.store, cache=self.cache, migrate=migrate, create=create)
 
-    def runtime(self, *, create: bool = True, templates: bool = True) -> Runtime:
+    def runtime(
+        self, *, create: bool = True, templates: bool = True, execute: str = "inline"
+    ) -> Runtime:
         """The store first, so that a bad store is the error reported before any template
         (or the demo ledger beside the store) is loaded; then the templates (none for
         commands that touch no task, such as ``users``)."""
@@ -107,7 +126,13 @@ class Options:
 
         stores = self.stores(create=create)
         try:
-            return Runtime(stores, self.templates() if templates else [], build="cli")
+            return Runtime(
+                stores,
+                self.templates() if templates else [],
+                build=self.build,
+                execute=execute,
+                dual_write=self.dual_write,
+            )
         except BaseException:
             stores.close()
             raise
@@ -117,6 +142,31 @@ class Options:
         from ..views import to_json
 
         sys.stdout.write(to_json(value, indent=2) + "\n")
+
+
+BUILD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+
+
+def build_id(text: str) -> str:
+    """A build id as given, if it is one (letters, digits, ``._+-``, at most 64)."""
+    if not BUILD_ID.fullmatch(text):
+        from ..errors import ConfigError
+
+        raise ConfigError(
+            f"a build id is 1 to 64 letters, digits or ._+- (starting with a letter or "
+            f"digit), not {text[:80]!r}"
+        )
+    return text
+
+
+def default_build() -> str:
+    """The installed package's version: the build id when none is given."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("relaystate")
+    except PackageNotFoundError:
+        return "dev"
 
 
 def load_app(ref: str) -> list[TaskTemplate]:

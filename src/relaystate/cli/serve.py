@@ -26,6 +26,13 @@ def register(commands: Any) -> None:
     p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"Port ({DEFAULT_PORT}).")
     p.add_argument("--rate", type=float, default=20.0, help="Requests a second per API key (20).")
     p.add_argument(
+        "--execute",
+        choices=("inline", "queue"),
+        default="inline",
+        help="inline: run Actions in the request (the embedded default); queue: leave them "
+        "to `relaystate worker` processes.",
+    )
+    p.add_argument(
         "--embedder",
         help="Vectors of long-term memory: none, hash, e5 or openai:MODEL@BASE_URL "
         "(default $RELAYSTATE_EMBEDDER, else hash).",
@@ -57,13 +64,14 @@ def serve(ns: argparse.Namespace) -> None:
     """Run the server until Ctrl-C; print its address and a key for the demo user."""
     import uvicorn
 
+    from ..presence import Presence
     from ..scope import Scope
     from ..server import create_app
     from ..server.keys import issue
     from .memory import embedder
 
     opts = Options.parse(ns)
-    with opts.runtime() as rt:
+    with opts.runtime(execute=ns.execute) as rt:
         _, secret = issue(
             rt, Scope.admin("serve"), DEMO_USER, name="serve", admin=False, now=rt.clock()
         )
@@ -73,14 +81,20 @@ def serve(ns: argparse.Namespace) -> None:
         where = f"http://{ns.host}:{ns.port}/"
         print(f"relaystate: dashboard at {where}, API at {where}docs", flush=True)
         print(f"API key for the demo user '{DEMO_USER}': {secret}", flush=True)
-        # open event streams end with the process instead of holding a restart forever
-        uvicorn.run(
-            app,
-            host=ns.host,
-            port=ns.port,
-            log_level="warning",
-            timeout_graceful_shutdown=GRACE,
-        )
+        presence = Presence(rt, role="api")
+        presence.start()  # `relaystate builds` counts this process under its build
+        try:
+            # SIGTERM: stop accepting, finish requests in flight, exit. Open event streams
+            # end with the process instead of holding a restart forever.
+            uvicorn.run(
+                app,
+                host=ns.host,
+                port=ns.port,
+                log_level="warning",
+                timeout_graceful_shutdown=GRACE,
+            )
+        finally:
+            presence.stop()
 
 
 def create(ns: argparse.Namespace) -> None:

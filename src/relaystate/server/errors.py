@@ -20,6 +20,7 @@ from ..errors import (
     HistoryCompacted,
     InvalidInput,
     InvalidSlot,
+    MigrationFailed,
     NotFound,
     RelaystateError,
     SchemaTooNew,
@@ -28,6 +29,7 @@ from ..errors import (
     StoreFileError,
     StoreUnavailable,
     TaskLocked,
+    TaskTooNew,
     TemplateError,
     VersionConflict,
 )
@@ -42,6 +44,7 @@ _MAPPING: tuple[tuple[type[Exception], int, str], ...] = (
     (SessionConflict, 409, "session_conflict"),
     (ConfirmationChanged, 409, "confirmation_changed"),
     (TaskLocked, 409, "task_locked"),
+    (MigrationFailed, 409, "migration_failed"),
     (DuplicateKey, 409, "duplicate_key"),
     (HistoryCompacted, 410, "history_compacted"),
     (InvalidInput, 422, "invalid_input"),
@@ -50,6 +53,7 @@ _MAPPING: tuple[tuple[type[Exception], int, str], ...] = (
     (ScopeError, 403, "forbidden"),
     (StoreUnavailable, 503, "unavailable"),
     (StoreFileError, 503, "unavailable"),
+    (TaskTooNew, 503, "task_too_new"),  # a newer build serves it: a proxy tries another
     (SchemaTooNew, 503, "unavailable"),
     (RelaystateError, 400, "bad_request"),
 )
@@ -75,7 +79,7 @@ _MEANING = {
     413: "The body is too large",
     422: "A field is missing, of the wrong type or out of range",
     429: "Too many requests for this key; see Retry-After",
-    503: "The store is away; see Retry-After",
+    503: "The store is away, or a newer build serves this Task; see Retry-After",
 }
 
 

@@ -368,7 +368,7 @@ class InMemoryStore(Backend):
             free = [
                 w
                 for w in self._work.values()
-                if w.due_at <= now
+                if (w.due_at <= now or w.owner in gone)
                 and (
                     w.owner in (None, owner)
                     or w.owner in gone

@@ -574,14 +574,25 @@ class PostgresStore(Backend, SchemaAdmin):
             return []
         # SKIP LOCKED: concurrent claimers pass over the rows another is taking
         sql = (
-            "WITH c AS (SELECT task_id FROM work WHERE due_at <= %s"
+            "WITH c AS (SELECT task_id FROM work WHERE (due_at <= %s" + c.gone_sql + ")"
             " AND (owner IS NULL OR lease_until <= %s OR owner = %s" + c.gone_sql + ")"
             " AND (build IS NULL OR build = %s) AND (" + c.kinds_sql + ")"
             " ORDER BY due_at LIMIT %s FOR UPDATE SKIP LOCKED)"
             " UPDATE work SET owner = %s, lease_until = %s FROM c"
             f" WHERE work.task_id = c.task_id RETURNING {_WORK_RETURNING}"
         )
-        args = [now, now, owner, *c.gone_args, build, *c.kind_args, max(limit, 0), owner, until]
+        args = [
+            now,
+            *c.gone_args,
+            now,
+            owner,
+            *c.gone_args,
+            build,
+            *c.kind_args,
+            max(limit, 0),
+            owner,
+            until,
+        ]
         with self._conn() as conn:
             rows = conn.execute(sql, args).fetchall()
         return sorted((work_item(r) for r in rows), key=lambda w: w.due_at)

@@ -260,9 +260,9 @@ class Coordination(_Closable, ABC):
         gone: Collection[str] = (),
     ) -> list[WorkItem]:
         """Take up to ``limit`` items due by ``now``, earliest first, that nobody holds (or
-        whose holder's lease ended, or who is in ``gone``) and that ``owner`` may run: not
-        pinned to another build, of a type and version in ``runnable``. Concurrent
-        claimers never take the same item."""
+        whose holder's lease ended, or who is in ``gone``: those are due at once) and that
+        ``owner`` may run: not pinned to another build, of a type and version in
+        ``runnable``. Concurrent claimers never take the same item."""
 
     @abstractmethod
     def release_work(self, task_id: str, owner: str, *, due_at: datetime | None = None) -> None:

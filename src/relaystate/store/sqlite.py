@@ -552,11 +552,20 @@ class SQLiteStore(Backend, SchemaAdmin):
         stamp = to_iso(now)
         with self._tx() as db:  # one writer at a time: no two claimers see the same row free
             rows = db.execute(
-                f"SELECT {WORK_COLUMNS} FROM work WHERE due_at <= ?"
+                f"SELECT {WORK_COLUMNS} FROM work WHERE (due_at <= ?" + c.gone_sql + ")"
                 " AND (owner IS NULL OR lease_until <= ? OR owner = ?" + c.gone_sql + ")"
                 " AND (build IS NULL OR build = ?) AND (" + c.kinds_sql + ")"
                 " ORDER BY due_at LIMIT ?",
-                [stamp, stamp, owner, *c.gone_args, build, *c.kind_args, max(limit, 0)],
+                [
+                    stamp,
+                    *c.gone_args,
+                    stamp,
+                    owner,
+                    *c.gone_args,
+                    build,
+                    *c.kind_args,
+                    max(limit, 0),
+                ],
             ).fetchall()
             db.executemany(
                 "UPDATE work SET owner = ?, lease_until = ? WHERE task_id = ?",

@@ -1,0 +1,175 @@
+"""A worker: takes its build's queued work from the store until told to stop, then drains.
+
+Each work item is a task with automatic work due (see :mod:`relaystate.work`). The worker
+claims a few under a lease kept alive by its heartbeat, and drives each task with
+``advance``: the same path as a turn, so an action is recorded before its effect, and an
+action whose holder died is reconciled with the downstream before anything else, never
+re-run blindly. On stop (SIGTERM) it claims nothing more, finishes the task in hand (or
+gives up after a grace period), releases what it holds and deregisters, so another worker
+takes over at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from .errors import MigrationFailed, NotFound, TaskTooNew
+from .leases import lease_expired
+from .model import WorkItem
+from .presence import Presence
+from .runtime import Runtime
+from .scope import Scope
+
+log = logging.getLogger("relaystate.worker")
+ADMIN = Scope.admin("worker")
+RETRY_AFTER_ERROR = timedelta(seconds=5)
+"""How long an item whose drive raised waits before it is claimed again."""
+
+
+@dataclass
+class WorkerReport:
+    """What a worker did: items driven, items given back, and how long each item had
+    waited in the queue past its due time when it was claimed (seconds)."""
+
+    done: int = 0
+    errors: int = 0
+    released: int = 0
+    waits: list[float] = field(default_factory=list)
+
+
+class Worker:
+    """Runs queued work of ``runtime``'s build (its templates, its pinned tasks)."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        lease: timedelta = timedelta(seconds=30),
+        poll: float = 0.2,
+        batch: int = 4,
+        on_item: Callable[[WorkItem, str], None] | None = None,
+    ) -> None:
+        if runtime.execute != "inline":
+            raise ValueError("a worker runs actions itself: its runtime must execute inline")
+        self.runtime = runtime
+        self.lease = lease
+        self.poll = poll
+        self.batch = batch
+        self.on_item = on_item
+        self.presence = Presence(runtime, role="worker", lease=lease)
+        self.report = WorkerReport()
+        self._holding: list[WorkItem] = []
+
+    @property
+    def id(self) -> str:
+        return self.presence.info.id
+
+    def claim(self) -> list[WorkItem]:
+        """Take up to ``batch`` due items this build may run (earliest due first)."""
+        rt = self.runtime
+        now = rt.clock()
+        coordination = rt.stores.coordination
+        holders = coordination.work_holders(now)
+        stopped = coordination.stopped_workers(holders)
+        gone = {
+            h
+            for h in holders
+            if lease_expired(h, None, now, me=self.id, is_stopped=stopped.__contains__)
+        }
+        return coordination.claim_work(
+            self.id,
+            build=rt.build,
+            runnable=rt.versions.runnable(),
+            now=now,
+            until=now + self.lease,
+            limit=self.batch,
+            gone=gone,
+        )
+
+    def work_on(self, item: WorkItem) -> str:
+        """Drive one claimed task as far as it goes, then give the item back."""
+        rt = self.runtime
+        self.report.waits.append(max((rt.clock() - item.due_at).total_seconds(), 0.0))
+        retry_at = None
+        try:
+            outcome = str(rt.advance(ADMIN, item.task_id).task.status)
+            self.report.done += 1
+        except (TaskTooNew, MigrationFailed, NotFound) as exc:
+            outcome = f"left: {exc}"  # a newer build's, marked for a person, or gone
+        except Exception as exc:
+            log.exception("task %s: drive failed", item.task_id)
+            outcome = f"error: {type(exc).__name__}: {exc}"
+            self.report.errors += 1
+            retry_at = rt.clock() + RETRY_AFTER_ERROR
+        finally:
+            rt.stores.coordination.release_work(item.task_id, self.id, due_at=retry_at)
+        if self.on_item is not None:
+            self.on_item(item, outcome)
+        return outcome
+
+    def once(self) -> int:
+        """Claim and drive one batch; how many items it held."""
+        items = self.claim()
+        for item in items:
+            self.work_on(item)
+        return len(items)
+
+    def run(self, stop: threading.Event) -> WorkerReport:
+        """Work until ``stop`` is set; then release what is left, deregister and return."""
+        self.presence.start()
+        try:
+            while not stop.is_set():
+                try:
+                    items = self.claim()
+                except Exception as exc:  # the store is away: wait and try again
+                    log.warning("claiming work failed: %s", exc)
+                    stop.wait(self.poll * 5)
+                    continue
+                if not items:
+                    stop.wait(self.poll)
+                    continue
+                self._holding = list(items)
+                while self._holding and not stop.is_set():
+                    self.work_on(self._holding.pop(0))
+                self._release_held()
+        finally:
+            self._release_held()
+            self.presence.stop()
+        return self.report
+
+    def _release_held(self) -> None:
+        for item in self._holding:
+            try:
+                self.runtime.stores.coordination.release_work(item.task_id, self.id)
+                self.report.released += 1
+            except Exception as exc:
+                log.warning("releasing %s failed: %s", item.task_id, exc)
+        self._holding = []
+
+
+def run_until_signalled(worker: Worker, *, grace: float = 30.0) -> tuple[WorkerReport, bool]:
+    """Run ``worker`` until SIGTERM or SIGINT, then drain for at most ``grace`` seconds.
+    Returns the report and whether it drained in time (if not, it deregistered anyway:
+    the action in hand is reconciled by whoever takes the task next)."""
+    import signal
+
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    thread = threading.Thread(target=worker.run, args=(stop,), name="relaystate-worker")
+    thread.daemon = True
+    thread.start()
+    while thread.is_alive() and not stop.is_set():
+        thread.join(0.2)
+    deadline = time.monotonic() + grace
+    while thread.is_alive() and time.monotonic() < deadline:
+        thread.join(0.05)
+    drained = not thread.is_alive()
+    if not drained:
+        worker.presence.stop()
+    return worker.report, drained
