@@ -13,6 +13,7 @@ budget by :func:`relaystate.memory.context.build`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..model import Fact, MemoryItem, TaskState
 from ..scope import Scope
@@ -26,6 +27,10 @@ LONGTERM_HITS = 10
 TASK_SCORE = 3.0
 ENTITY_SCORE = 2.0
 DEFAULT_WINDOW = 8192
+SUMMARY_CACHE = 1024
+"""Summaries whose words and cited turn ids are remembered: a task's live summaries are the
+same from one turn to the next, and at 10,000 turns their words and the candidate ids of
+the turns they cite (every older turn) took about a tenth of building its context."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,7 @@ def task_context(
             candidates.append(_entity(layers, state, fact))
         words = set(query_terms(asked))
         for s in layers.tasks.summaries(task):
-            overlap = len(words & set(query_terms(s.text))) if words else 0
+            overlap = len(words & _words(s.text)) if words else 0
             candidates.append(
                 Candidate(
                     f"summary:{s.id}", "summary", s.text, 1.0 + overlap, cites=_turns(s.cites)
@@ -142,5 +147,13 @@ def _said(item: MemoryItem) -> str:
     return f"{role}: {item.text}"
 
 
+@lru_cache(maxsize=SUMMARY_CACHE)
+def _words(text: str) -> frozenset[str]:
+    """A summary's query terms (remembered: summaries do not change)."""
+    return frozenset(query_terms(text))
+
+
+@lru_cache(maxsize=SUMMARY_CACHE)
 def _turns(ids: tuple[str, ...]) -> tuple[str, ...]:
+    """The candidate ids of the turns a summary cites (remembered: summaries do not change)."""
     return tuple(f"turn:{i}" for i in ids)

@@ -28,6 +28,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain
 from typing import Literal, get_args
 
@@ -196,7 +197,22 @@ def _items(
     return items
 
 
+TRIGRAM_CACHE = 2048
+"""Texts whose trigram sets are remembered (the latest used, up to ``TRIGRAM_CHARS`` long):
+a task's context looks at the same summaries and turns on every turn."""
+TRIGRAM_CHARS = 2000
+
+
 def _trigrams(text: str) -> frozenset[str]:
+    return _cached_trigrams(text) if len(text) <= TRIGRAM_CHARS else _text_trigrams(text)
+
+
+@lru_cache(maxsize=TRIGRAM_CACHE)
+def _cached_trigrams(text: str) -> frozenset[str]:
+    return _text_trigrams(text)
+
+
+def _text_trigrams(text: str) -> frozenset[str]:
     norm = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
     if len(norm) < 3:
         return frozenset((norm,))
@@ -285,6 +301,9 @@ def _select(ranked: list[_Item], limit: int, opening: Mapping[Layer, int]) -> No
     opened: set[Layer] = set()
     kept: set[str] = set()
     covered: dict[str, str] = {}
+    # only candidates' ids are ever looked up in ``covered``: a merged summary cites every
+    # older turn of its task (10,000 at 10,000 turns), and noting each was a loop in Python
+    ids = {alias for item in ranked for alias in item.aliases}
     for rank, item in enumerate(ranked, 1):
         candidate = item.candidate
         critical = not item.key[0]
@@ -305,7 +324,7 @@ def _select(ranked: list[_Item], limit: int, opening: Mapping[Layer, int]) -> No
         used += cost
         opened.add(candidate.layer)
         kept.update(item.aliases)
-        for turn in cites:
+        for turn in ids.intersection(cites):
             covered.setdefault(turn, candidate.id)
         item.kept = True
         item.reason = "kept: critical" if critical else f"kept: rank {rank}"

@@ -58,17 +58,30 @@ class TokenizerMissing(TokenizerUnavailable):
     """No installed package ships the encoding's file and none was placed by hand."""
 
 
+COUNT_CACHE = 4096
+"""Texts whose counts a counter remembers (the latest used): a task's context counts the
+same summaries, entities and turns on every turn (encoding them was a tenth of building a
+context at 10,000 turns)."""
+CACHED_CHARS = 4096
+"""Longer texts are counted afresh each time, so the cache stays a few MB."""
+
+
 class TiktokenCounter:
-    """Exact counts from a tiktoken encoding; special tokens in text count as plain text."""
+    """Exact counts from a tiktoken encoding; special tokens in text count as plain text.
+    Counts of texts up to ``CACHED_CHARS`` are remembered (``COUNT_CACHE`` of them)."""
 
     def __init__(self, encoding: tiktoken.Encoding) -> None:
         self._encoding = encoding
+        self._cached = lru_cache(maxsize=COUNT_CACHE)(self._count)
 
     @property
     def name(self) -> str:
         return self._encoding.name
 
     def count(self, text: str) -> int:
+        return self._cached(text) if len(text) <= CACHED_CHARS else self._count(text)
+
+    def _count(self, text: str) -> int:
         return len(self._encoding.encode_ordinary(text))
 
 
@@ -220,24 +233,34 @@ class ApproxCounter:
     name = "approx"
 
     def count(self, text: str) -> int:
-        total = 0.0
-        for match in _PIECE.finditer(text):
-            piece = match.group()
-            last = piece[-1]
-            if last.isascii():
-                size = len(piece) - (piece[0] == " ")
-                if last.isalpha():
-                    total += 1 + max(0, size - 4) // 3
-                elif last.isdigit():
-                    total += (size + 2) // 3 + (piece[0] == " ")
-                elif last.isspace():
-                    _, newline, tail = piece.rpartition("\n")
-                    total += bool(newline) + min(len(tail), 2)
-                else:
-                    total += len(piece)
-            elif last in _ONE_TOKEN:
-                total += 1
+        return _approx_cached(text) if len(text) <= CACHED_CHARS else _approx(text)
+
+
+@lru_cache(maxsize=COUNT_CACHE)
+def _approx_cached(text: str) -> int:
+    """``ApproxCounter``'s count, remembered: it depends on the text alone."""
+    return _approx(text)
+
+
+def _approx(text: str) -> int:
+    total = 0.0
+    for match in _PIECE.finditer(text):
+        piece = match.group()
+        last = piece[-1]
+        if last.isascii():
+            size = len(piece) - (piece[0] == " ")
+            if last.isalpha():
+                total += 1 + max(0, size - 4) // 3
+            elif last.isdigit():
+                total += (size + 2) // 3 + (piece[0] == " ")
+            elif last.isspace():
+                _, newline, tail = piece.rpartition("\n")
+                total += bool(newline) + min(len(tail), 2)
             else:
-                point = ord(last)
-                total += 1 if point < 0x800 else 2.5 if point < 0x10000 else 3
-        return math.ceil(total)
+                total += len(piece)
+        elif last in _ONE_TOKEN:
+            total += 1
+        else:
+            point = ord(last)
+            total += 1 if point < 0x800 else 2.5 if point < 0x10000 else 3
+    return math.ceil(total)

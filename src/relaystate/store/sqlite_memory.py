@@ -114,13 +114,27 @@ class SQLiteMemories(Memories):
             f'owner : "{owner_token(user_id, namespace)}" AND words : ({fts5_query(list(terms))})'
         )
         extra, args = _filter(where or MemoryFilter())
-        rows = self._read(
-            "SELECT m.id, -bm25(memories_fts, 0.0, 1.0) AS score"
-            " FROM memories_fts JOIN memories m ON m.n = memories_fts.rowid"
-            f" WHERE memories_fts MATCH ? AND m.user_id = ? AND m.namespace = ?{extra}"
-            " ORDER BY score DESC, m.n LIMIT ?",
-            (match, user_id, namespace, *args, k),
-        )
+        if not extra:
+            # the owner token already keeps the matches to this user and namespace, so the
+            # index ranks and cuts first and only the k best are joined: joining every match
+            # before the cut cost as much as ranking them (110,000 items: a 10,000-match
+            # query 30 -> 15 ms); the join's check stays, in case two owners share a token
+            rows = self._read(
+                "SELECT m.id, best.score FROM ("
+                "SELECT rowid AS n, -bm25(memories_fts, 0.0, 1.0) AS score FROM memories_fts"
+                " WHERE memories_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?) AS best"
+                " JOIN memories m ON m.n = best.n WHERE m.user_id = ? AND m.namespace = ?"
+                " ORDER BY best.score DESC, m.n",
+                (match, k, user_id, namespace),
+            )
+        else:
+            rows = self._read(
+                "SELECT m.id, -bm25(memories_fts, 0.0, 1.0) AS score"
+                " FROM memories_fts JOIN memories m ON m.n = memories_fts.rowid"
+                f" WHERE memories_fts MATCH ? AND m.user_id = ? AND m.namespace = ?{extra}"
+                " ORDER BY score DESC, m.n LIMIT ?",
+                (match, user_id, namespace, *args, k),
+            )
         return [(str(i), float(s)) for i, s in rows]
 
     def put_vectors(
