@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -152,3 +153,112 @@ def redis() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def nginx_binary() -> str:
+    """nginx from ``RELAYSTATE_NGINX``, PATH or ``/usr/sbin`` (Debian's package)."""
+    explicit = os.environ.get("RELAYSTATE_NGINX")
+    for candidate in (explicit, shutil.which("nginx"), "/usr/sbin/nginx"):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise Unavailable("no nginx binary (nginx on PATH or /usr/sbin/nginx) on this machine")
+
+
+class Nginx:
+    """A throwaway nginx, never the system service: its own prefix, configuration, pid file,
+    logs and temporary files in a folder of its own, in the foreground under this process.
+
+    ``http`` is what goes in the ``http`` block (upstreams and servers, such as a rendered
+    ``deploy/nginx/relaystate.conf``). Each request is logged to ``access_log`` as
+    ``msec method uri status upstream_addr "upstream_status" request_time``; when nginx asked
+    several processes, the upstream fields list each (``503, 200``).
+    """
+
+    def __init__(self, http: str) -> None:
+        self.binary = nginx_binary()
+        self.base = Path(tempfile.mkdtemp(prefix="relaystate-nginx-"))
+        self.base.chmod(0o755)  # run as root, its workers are ``nobody`` and write here
+        self.conf = self.base / "nginx.conf"
+        self.error_log = self.base / "error.log"
+        self.access_log = self.base / "access.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.write(http)
+
+    def _main(self, http: str) -> str:
+        b = self.base
+        temp = "\n".join(
+            f"    {kind}_temp_path {b / kind};"
+            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        )
+        return f"""daemon off;
+worker_processes 1;
+pid {b / "nginx.pid"};
+error_log {self.error_log} notice;
+events {{ worker_connections 1024; }}
+http {{
+    log_format upstreams '$msec $request_method $uri $status $upstream_addr '
+                         '"$upstream_status" $request_time';
+    access_log {self.access_log} upstreams;
+{temp}
+{http}
+}}
+"""
+
+    def write(self, http: str) -> None:
+        """Write the configuration and have nginx check it (Unavailable if it is refused)."""
+        self.conf.write_text(self._main(http))
+        found = subprocess.run(
+            [self.binary, "-t", *self._where()], capture_output=True, text=True, check=False
+        )
+        if found.returncode != 0:
+            raise Unavailable(f"nginx refuses its configuration: {found.stderr.strip()}")
+
+    def _where(self) -> list[str]:
+        return ["-p", f"{self.base}/", "-c", str(self.conf), "-e", str(self.error_log)]
+
+    def start(self, port: int, timeout: float = 15.0) -> None:
+        """Start it and wait until ``port`` (where its configuration listens) answers."""
+        self.proc = subprocess.Popen(
+            [self.binary, *self._where()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+                return
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise Unavailable(f"nginx did not start: {self._log_tail()}")
+            time.sleep(0.05)
+
+    def reload(self, http: str, timeout: float = 15.0) -> None:
+        """New configuration, as ``nginx -s reload`` does (SIGHUP): new worker processes
+        take new connections, the old ones finish the requests they have."""
+        assert self.proc is not None, "nginx is not running"
+        self.write(http)
+        before = self._log().count("start worker process")
+        self.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + timeout
+        while self._log().count("start worker process") <= before:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"nginx did not reload: {self._log_tail()}")
+            time.sleep(0.05)
+
+    def _log(self) -> str:
+        return self.error_log.read_text() if self.error_log.exists() else ""
+
+    def _log_tail(self) -> str:
+        return " | ".join(self._log().strip().splitlines()[-5:])
+
+    def stop(self) -> None:
+        """Graceful stop (SIGQUIT: finish the requests in hand), else killed."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGQUIT)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
