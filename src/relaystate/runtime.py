@@ -559,9 +559,14 @@ class Runtime:
         return self.stores.identities
 
     def task(self, scope: Scope, task_id: str) -> TaskState:
-        """A task and its actions, if it is in scope."""
+        """A task and its actions, if it is in scope, lifted to this build's version of its
+        type (the lift committed) unless its migration fails: then as stored."""
         inputs.check(scope, task_id=task_id)
-        return self._writer.upgraded(self._writer.load(task_id, checked(scope)), checked(scope))
+        stored = self._writer.load(task_id, checked(scope))
+        try:
+            return self._writer.upgraded(stored, checked(scope))
+        except MigrationFailed:
+            return self._writer.load(task_id, checked(scope))  # as stored, marked with why
 
     def tasks(
         self,

@@ -106,8 +106,8 @@ class Worker:
             outcome = f"error: {type(exc).__name__}: {exc}"
             self.report.errors += 1
             retry_at = rt.clock() + RETRY_AFTER_ERROR
-        finally:
-            rt.stores.coordination.release_work(item.task_id, self.id, due_at=retry_at)
+        # (a process dying here keeps its claim: it is free once it is known gone)
+        rt.stores.coordination.release_work(item.task_id, self.id, due_at=retry_at)
         if self.on_item is not None:
             self.on_item(item, outcome)
         return outcome

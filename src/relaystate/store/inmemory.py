@@ -370,7 +370,7 @@ class InMemoryStore(Backend):
                 for w in self._work.values()
                 if (w.due_at <= now or w.owner in gone)
                 and (
-                    w.owner in (None, owner)
+                    w.owner is None
                     or w.owner in gone
                     or (w.lease_until is not None and w.lease_until <= now)
                 )

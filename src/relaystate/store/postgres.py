@@ -154,6 +154,8 @@ class PostgresStore(Backend, SchemaAdmin):
         if commit.requeue:
             parts.append(_DEQUEUE if commit.work is None else _ENQUEUE)
             if commit.work is not None:
+                params["work_user"] = commit.work.user_id
+                params["work_type"] = commit.work.type
                 params["work_version"] = commit.work.template_version
                 params["work_build"] = commit.work.build
                 params["work_due"] = commit.work.due_at
@@ -575,7 +577,7 @@ class PostgresStore(Backend, SchemaAdmin):
         # SKIP LOCKED: concurrent claimers pass over the rows another is taking
         sql = (
             "WITH c AS (SELECT task_id FROM work WHERE (due_at <= %s" + c.gone_sql + ")"
-            " AND (owner IS NULL OR lease_until <= %s OR owner = %s" + c.gone_sql + ")"
+            " AND (owner IS NULL OR lease_until <= %s" + c.gone_sql + ")"
             " AND (build IS NULL OR build = %s) AND (" + c.kinds_sql + ")"
             " ORDER BY due_at LIMIT %s FOR UPDATE SKIP LOCKED)"
             " UPDATE work SET owner = %s, lease_until = %s FROM c"
@@ -585,7 +587,6 @@ class PostgresStore(Backend, SchemaAdmin):
             now,
             *c.gone_args,
             now,
-            owner,
             *c.gone_args,
             build,
             *c.kind_args,
@@ -661,7 +662,8 @@ _WORK_RETURNING = ", ".join("work." + c.strip() for c in WORK_COLUMNS.split(",")
 
 _ENQUEUE = """w AS (
     INSERT INTO work (task_id, user_id, type, template_version, build, due_at)
-    SELECT id, %(user_id)s, %(type)s, %(work_version)s::integer, %(work_build)s::text,
+    SELECT id, %(work_user)s::text, %(work_type)s::text, %(work_version)s::integer,
+        %(work_build)s::text,
         %(work_due)s::timestamptz FROM t
     ON CONFLICT (task_id) DO UPDATE SET user_id = EXCLUDED.user_id, type = EXCLUDED.type,
         template_version = EXCLUDED.template_version, build = EXCLUDED.build,

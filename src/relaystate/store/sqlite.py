@@ -553,14 +553,13 @@ class SQLiteStore(Backend, SchemaAdmin):
         with self._tx() as db:  # one writer at a time: no two claimers see the same row free
             rows = db.execute(
                 f"SELECT {WORK_COLUMNS} FROM work WHERE (due_at <= ?" + c.gone_sql + ")"
-                " AND (owner IS NULL OR lease_until <= ? OR owner = ?" + c.gone_sql + ")"
+                " AND (owner IS NULL OR lease_until <= ?" + c.gone_sql + ")"
                 " AND (build IS NULL OR build = ?) AND (" + c.kinds_sql + ")"
                 " ORDER BY due_at LIMIT ?",
                 [
                     stamp,
                     *c.gone_args,
                     stamp,
-                    owner,
                     *c.gone_args,
                     build,
                     *c.kind_args,

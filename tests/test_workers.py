@@ -1,0 +1,201 @@
+"""Workers over the store's queue: a server that leaves Actions to workers, retries that
+wait in the queue, pinned work, a holder that died mid-action, drain, and the operator's
+view of builds and workers. (Real processes killed with SIGKILL: tests/upgrade/.)"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from relaystate import (
+    ActionContext,
+    Outcome,
+    Retry,
+    Runtime,
+    Scope,
+    Slot,
+    Stage,
+    TaskStatus,
+    TaskTemplate,
+    all_required_slots,
+)
+from relaystate.demo.ledger import Ledger
+from relaystate.store import open_store
+from relaystate.worker import Worker
+
+from .support import Clock
+
+ALICE = Scope.user("alice")
+ADMIN = Scope.admin("test")
+
+
+class Crash(BaseException):
+    """The process dying inside the action."""
+
+
+def pay(ledger: Ledger, *, upgrade: str = "auto", plan: list[str] | None = None) -> TaskTemplate:
+    """A payment; ``plan`` says what each attempt does: "ok", "flaky" (retryable error),
+    "crash" (the process dies after the effect landed)."""
+    t = TaskTemplate(
+        "pay",
+        upgrade=upgrade,
+        slots=[Slot("amount", kind="number")],
+        stages=[Stage("collect", exit=all_required_slots), Stage("paying", actions=["charge"])],
+    )
+    steps = plan if plan is not None else []
+
+    @t.action(
+        side_effect=True,
+        idempotent=True,
+        retry=Retry(max_attempts=3, initial_interval=60, multiplier=1),
+    )
+    def charge(ctx: ActionContext) -> Any:
+        step = steps.pop(0) if steps else "ok"
+        if step == "flaky":
+            raise ConnectionError("downstream busy")
+        effect = ledger.apply(ctx.idempotency_key, "charge", {}, deduplicate=False)
+        if step == "crash":
+            raise Crash()
+        return effect
+
+    @charge.check
+    def charged(ctx: ActionContext) -> Outcome:
+        found = ledger.status(ctx.idempotency_key)
+        return Outcome.succeeded(found) if found else Outcome.not_found()
+
+    return t
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "postgres":
+        yield str(request.getfixturevalue("postgres_url"))
+    else:
+        yield "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/w.db"
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    return Ledger(tmp_path / "ledger.db")
+
+
+class Fleet:
+    """Runtimes of several processes over one store, on one test clock."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.clock = url, Clock()
+        self.shared = open_store(url) if url == "memory://" else None
+
+    def runtime(self, templates: list[TaskTemplate], **kw: Any) -> Runtime:
+        stores = self.shared if self.shared is not None else open_store(self.url)
+        return Runtime(stores, templates, clock=self.clock, sleep=self.clock.sleep, **kw)
+
+
+def effects(ledger: Ledger) -> list[str]:
+    """One key per effect made (a key twice: a duplicate)."""
+    return [e["idempotency_key"] for e in ledger.entries() for _ in range(e["effects"])]
+
+
+def test_a_queue_server_leaves_actions_to_a_worker(url: str, ledger: Ledger) -> None:
+    fleet = Fleet(url)
+    api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
+    state = api.start(ALICE, "pay", slots={"amount": 5})
+    assert state.task.status == TaskStatus.RUNNING and state.actions == []  # nothing ran here
+    (item,) = api.stores.coordination.queued_work()
+    assert item.task_id == state.task.id and item.due_at == state.task.due_at
+    worker = Worker(fleet.runtime([pay(ledger)], build="v1"))
+    assert worker.once() == 1
+    done = api.task(ALICE, state.task.id)
+    assert done.task.status == TaskStatus.DONE and done.task.due_at is None
+    assert api.stores.coordination.queued_work() == [] and len(effects(ledger)) == 1
+    assert worker.once() == 0 and len(effects(ledger)) == 1
+
+
+def test_a_retry_waits_in_the_queue_until_its_backoff_is_over(url: str, ledger: Ledger) -> None:
+    fleet = Fleet(url)
+    rt = fleet.runtime([pay(ledger, plan=["flaky"])], build="v1")
+    state = rt.start(ALICE, "pay", slots={"amount": 5})
+    assert state.task.status == TaskStatus.RUNNING  # waits 60 s: more than it stays for
+    (item,) = rt.stores.coordination.queued_work()
+    assert item.due_at == state.actions[0].next_attempt_at
+    worker = Worker(fleet.runtime([pay(ledger)], build="v1"))
+    assert worker.once() == 0  # not due yet
+    fleet.clock.advance(seconds=61)
+    assert worker.once() == 1
+    assert rt.task(ALICE, state.task.id).task.status == TaskStatus.DONE
+    assert worker.report.waits == [1.0]  # claimed a second after it was due
+
+
+def test_pinned_work_waits_for_its_own_build(url: str, ledger: Ledger) -> None:
+    fleet = Fleet(url)
+    api = fleet.runtime([pay(ledger, upgrade="pinned")], build="v1", execute="queue")
+    tid = api.start(ALICE, "pay", slots={"amount": 5}).task.id
+    newer = Worker(fleet.runtime([pay(ledger, upgrade="pinned")], build="v2"))
+    assert newer.once() == 0
+    builds = {b.build: b for b in api.builds(ADMIN)}
+    assert builds["v1"].pinned_open == 1 and not builds["v1"].can_retire
+    assert builds["v1"].queued_pinned == 1
+    assert Worker(fleet.runtime([pay(ledger, upgrade="pinned")], build="v1")).once() == 1
+    assert api.task(ALICE, tid).task.status == TaskStatus.DONE
+    assert "v1" not in {b.build for b in api.builds(ADMIN)}  # no process, nothing open
+
+
+def test_a_holder_that_died_mid_action_is_reconciled_not_rerun(url: str, ledger: Ledger) -> None:
+    fleet = Fleet(url)
+    api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
+    tid = api.start(ALICE, "pay", slots={"amount": 5}).task.id
+    doomed = Worker(fleet.runtime([pay(ledger, plan=["crash"])], build="v1"))
+    with pytest.raises(Crash):
+        doomed.once()  # the effect landed, the process "died" before recording it
+    assert api.task(ALICE, tid).actions[0].status == "running"
+    other = Worker(fleet.runtime([pay(ledger)], build="v1"))
+    assert other.once() == 0  # the holder may be alive: its claim and lease stand
+    doomed.runtime.stores.coordination.deregister_worker(doomed.presence.info, fleet.clock())
+    assert other.once() == 1  # a stopped holder's work is due at once
+    state = api.task(ALICE, tid)
+    assert state.task.status == TaskStatus.DONE and state.actions[0].attempts == 1
+    assert len(effects(ledger)) == 1  # the check found the effect: no second charge
+
+
+def test_a_drive_that_fails_is_given_back_for_later(url: str, ledger: Ledger) -> None:
+    fleet = Fleet(url)
+    api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
+    tid = api.start(ALICE, "pay", slots={"amount": 5}).task.id
+    w = Worker(fleet.runtime([pay(ledger)], build="v1"))
+    w.runtime.advance = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("bug"))  # type: ignore[method-assign]
+    assert w.once() == 1 and w.report.errors == 1
+    (item,) = api.stores.coordination.queued_work()
+    assert item.owner is None and item.due_at > fleet.clock()
+    fleet.clock.advance(seconds=6)
+    assert Worker(fleet.runtime([pay(ledger)], build="v1")).once() == 1
+    assert api.task(ALICE, tid).task.status == TaskStatus.DONE
+
+
+def test_a_worker_drains_and_deregisters_when_told_to_stop(url: str, ledger: Ledger) -> None:
+    fleet = Fleet(url)
+    api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
+    w = Worker(fleet.runtime([pay(ledger)], build="v1"), poll=0.01)
+    stop = threading.Event()
+    thread = threading.Thread(target=w.run, args=(stop,))
+    thread.start()
+    tid = api.start(ALICE, "pay", slots={"amount": 5}).task.id
+    for _ in range(500):
+        if api.task(ALICE, tid).task.status == TaskStatus.DONE:
+            break
+        stop.wait(0.01)
+    listed = api.workers(ADMIN)
+    assert [(x.info.build, x.role) for x in listed] == [("v1", "worker")]
+    stop.set()
+    thread.join(5)
+    assert not thread.is_alive() and w.report.done == 1
+    assert api.workers(ADMIN) == [] and len(api.workers(ADMIN, include_stopped=True)) == 1
+    assert api.task(ALICE, tid).task.status == TaskStatus.DONE
+
+
+def test_a_worker_runs_actions_itself() -> None:
+    with pytest.raises(ValueError, match="inline"):
+        Worker(Runtime(open_store("memory://"), [], execute="queue"))
