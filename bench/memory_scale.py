@@ -384,14 +384,16 @@ def context_latency(
     def entities(q: str) -> object:
         return [tasks.history(task, f.predicate) for f in tasks.history(task) if f.current]
 
-    def search(q: str) -> object:
-        return longterm.search(USER, CONVERSATION, q, k=LONGTERM_HITS, mode="keyword")
+    def search(q: str) -> object:  # without the layers, as task_context searches
+        return longterm.search(
+            USER, CONVERSATION, q, k=LONGTERM_HITS, mode="keyword", layered=False
+        )
 
     parts: dict[str, Callable[[str], object]] = {
         "  task's recent turns (task_turns)": lambda q: layers.task_turns(task, limit=8),
         "  entities + their history": entities,
         "  summaries": lambda q: tasks.summaries(task),
-        f"  long-term search (keyword, k={LONGTERM_HITS})": search,
+        f"  long-term search (keyword, k={LONGTERM_HITS}, no layers)": search,
         "  graph walk (around)": lambda q: graph.around(task.user_id, q),
     }
     for name, fn in parts.items():

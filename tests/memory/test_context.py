@@ -542,6 +542,23 @@ def test_special_tokens_in_text_count_as_plain_text() -> None:
     assert CL100K.count("<|endoftext|>") > 1
 
 
+@pytest.mark.parametrize("counter", [CL100K, ApproxCounter()], ids=["cl100k", "approx"])
+def test_remembered_counts_are_the_counts(counter: TokenCounter) -> None:
+    """Counts are remembered per text (short ones): asked again, or of a text too long to
+    remember, they are what counting afresh gives."""
+    short = "Book the aisle seat, not the window: 12 March."
+    long = short * (tokens.CACHED_CHARS // len(short) + 2)
+    for text in (short, short, long, long, short + "!"):
+        assert counter.count(text) == _fresh(counter, text)
+
+
+def _fresh(counter: TokenCounter, text: str) -> int:
+    if isinstance(counter, ApproxCounter):
+        return tokens._approx(text)
+    assert isinstance(counter, TiktokenCounter)
+    return len(counter._encoding.encode_ordinary(text))
+
+
 @pytest.mark.parametrize("texts", [ENGLISH, CHINESE], ids=["english", "chinese"])
 def test_the_approximation_rarely_counts_less_than_cl100k(texts: list[str]) -> None:
     approx = ApproxCounter()

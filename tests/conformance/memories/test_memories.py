@@ -121,6 +121,25 @@ def test_filters_by_time_source_and_task(memories: Memories) -> None:
     assert words(memories, "Paris", task_ids=("t-2",)) == ["new"]
 
 
+def test_the_k_best_are_the_same_however_deep_and_with_a_filter_that_keeps_all(
+    memories: Memories,
+) -> None:
+    """SQLite cuts the ranking before reading the items when there is no filter, and after
+    when there is one: both give the same order, ties by insertion, with other owners' rows
+    matching the same words in the index."""
+    texts = ["paris trip", "paris", "trip", "a long trip to paris with friends", "paris paris"]
+    mine = [item(f"m{n}", texts[n % len(texts)], days=n % 3) for n in range(40)]
+    others = [item(f"o{n}", "paris trip paris", user="bob") for n in range(40)]
+    others += [item(f"w{n}", "paris trip", ns="work") for n in range(40)]
+    memories.put_memories([*others, *mine], at=T0)
+    deep = words(memories, "trip to Paris", k=40)
+    assert sorted(deep) == sorted(m.id for m in mine)
+    for k in (1, 3, 10, 25):
+        assert words(memories, "trip to Paris", k=k) == deep[:k]
+    everything = words(memories, "trip to Paris", k=40, since=T0 - timedelta(days=1))
+    assert everything == deep
+
+
 def test_vectors_per_embedder_and_what_still_needs_one(memories: Memories) -> None:
     memories.put_memories([item("a", "one"), item("b", "two"), item("c", "three")], at=T0)
     before = memories.memory_generation("alice", "chat")
