@@ -121,7 +121,6 @@ class Fleet:
         self.port = 0
         self.keys: dict[str, str] = {}
         """User -> API key (``prepare``)."""
-        os.environ["RELAYSTATE_LEDGER"] = str(self.ledger)  # for templates loaded here
 
     # -- the store and its keys -----------------------------------------------------------
     def prepare(self, users: list[str]) -> dict[str, str]:
