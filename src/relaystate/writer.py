@@ -187,11 +187,14 @@ class TaskWriter:
             read = known if known is not None and attempt == 0 else self.load(task_id, scope)
             before = self.upgraded(read, scope)
             template = self.template(before)
-            draft = before.copy()
+            old = before.to_dict()
+            draft = TaskState.from_dict(old)
             if change(draft) is False:
                 return Written(before, settle(template, draft, self.clock()), False)
             try:
-                return self._write(before, draft, actor=actor, reason=reason, attach=attach)
+                return self._write(
+                    before, draft, actor=actor, reason=reason, attach=attach, old=old
+                )
             except VersionConflict as exc:
                 conflict = exc
                 time.sleep(random.random() * 0.002 * (attempt + 1))
@@ -206,12 +209,15 @@ class TaskWriter:
         actor: str,
         reason: str | Callable[[TaskState], str],
         attach: Attach | None = None,
+        old: dict[str, Any] | None = None,
     ) -> Written:
-        """Settle ``draft`` and commit it over ``before`` (nothing if nothing changed)."""
+        """Settle ``draft`` and commit it over ``before`` (nothing if nothing changed);
+        ``old``: ``before.to_dict()`` if the caller made it already."""
         now = self.clock()
         step = settle(self.template(draft), draft, now)
         draft.task.due_at = before.task.due_at  # a new due time alone is no change
-        old, new = before.to_dict(), draft.to_dict()
+        old = old if old is not None else before.to_dict()
+        new = draft.to_dict()
         if new == old:
             return Written(before, step, False)
         draft.task.updated_at = now

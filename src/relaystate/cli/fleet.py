@@ -68,7 +68,9 @@ def worker(ns: argparse.Namespace) -> None:
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     opts = Options.parse(ns)
-    with opts.runtime(create=False) as rt:
+    # the Actions it takes are leased as long as its claims: a worker that dies on another
+    # host is taken over once --lease has passed (on this host, at once)
+    with opts.runtime(create=False, lease=timedelta(seconds=ns.lease)) as rt:
         said = sys.stderr
 
         def on_item(item: Any, outcome: str) -> None:

@@ -17,6 +17,7 @@ import sys
 import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,7 +118,12 @@ class Options:
         return open_store(self.store, cache=self.cache, migrate=migrate, create=create)
 
     def runtime(
-        self, *, create: bool = True, templates: bool = True, execute: str = "inline"
+        self,
+        *,
+        create: bool = True,
+        templates: bool = True,
+        execute: str = "inline",
+        lease: timedelta | None = None,
     ) -> Runtime:
         """The store first, so that a bad store is the error reported before any template
         (or the demo ledger beside the store) is loaded; then the templates (none for
@@ -132,6 +138,7 @@ class Options:
                 build=self.build,
                 execute=execute,
                 dual_write=self.dual_write,
+                lease=lease if lease is not None else timedelta(seconds=60),
             )
         except BaseException:
             stores.close()

@@ -4,6 +4,7 @@ keys): what the people who deploy relaystate run."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Any
 
@@ -83,6 +84,11 @@ def serve(ns: argparse.Namespace) -> None:
         print(f"API key for the demo user '{DEMO_USER}': {secret}", flush=True)
         presence = Presence(rt, role="api")
         presence.start()  # `relaystate builds` counts this process under its build
+        # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again
+        # through the handler it found: make that one a no-op, so the process deregisters
+        # and exits 0 instead of dying by the signal.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: None)
         try:
             # SIGTERM: stop accepting, finish requests in flight, exit. Open event streams
             # end with the process instead of holding a restart forever.
