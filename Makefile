@@ -29,7 +29,7 @@ demo: $(STAMP)  ## the main job: a scripted walk-through on embedded SQLite, the
 test: $(STAMP)  ## the whole test suite
 	$(VENV)/bin/pytest
 
-bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores side by side; understanding; HTTP API load: turns/s vs /healthz, 50 clients; memory: LoCoMo retrieval, updates in the context, context latency at 100,000 memories, Chinese retrieval (BENCH_ARGS=--quick)
+bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores side by side; understanding; HTTP API load: turns/s vs /healthz, 50 clients; memory: LoCoMo retrieval, updates in the context, context latency at 100,000 memories, Chinese retrieval; a rolling upgrade under load behind nginx (BENCH_ARGS=--quick)
 	$(PY) bench/turns.py $(BENCH_ARGS)
 	$(PY) bench/stores.py $(BENCH_ARGS)
 	$(PY) bench/conversation.py $(BENCH_ARGS)
@@ -39,6 +39,7 @@ bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores s
 	$(PY) bench/memory_updates.py $(BENCH_ARGS)
 	$(PY) bench/memory_scale.py $(BENCH_ARGS)
 	$(PY) bench/memory_zh.py $(BENCH_ARGS)
+	$(PY) bench/rolling_upgrade.py $(BENCH_ARGS)
 
 lint: $(STAMP)  ## ruff (format + lint) and mypy --strict on src/
 	$(VENV)/bin/ruff format --check src tests bench tools
