@@ -199,3 +199,51 @@ def test_a_worker_drains_and_deregisters_when_told_to_stop(url: str, ledger: Led
 def test_a_worker_runs_actions_itself() -> None:
     with pytest.raises(ValueError, match="inline"):
         Worker(Runtime(open_store("memory://"), [], execute="queue"))
+
+
+CLAIMER = """
+import json, os, sys, time
+from datetime import datetime, timedelta, UTC
+from relaystate.store import open_store
+store = open_store(sys.argv[1])
+now = datetime(2030, 1, 1, tzinfo=UTC)
+open(sys.argv[3] + "." + sys.argv[2], "w").close()  # ready
+while not os.path.exists(sys.argv[3]):  # all start claiming together
+    time.sleep(0.01)
+got = []
+while batch := store.coordination.claim_work(
+    sys.argv[2], build="v1", runnable={"pay": [1]}, now=now, until=now + timedelta(hours=1),
+    limit=1,
+):
+    got += [w.task_id for w in batch]
+print(json.dumps(got))
+"""
+
+
+def test_processes_sharing_a_sqlite_file_never_claim_the_same_item(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    import json
+    import subprocess
+    import sys
+    import time
+
+    url = f"sqlite:///{tmp_path}/shared.db"
+    api = Runtime(open_store(url), [pay(ledger)], build="v1", execute="queue")
+    ids = sorted(api.start(ALICE, "pay", slots={"amount": i}).task.id for i in range(1, 41))
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLAIMER, url, f"w{i}", str(go)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
+    while len(list(tmp_path.glob("go.w*"))) < 4:
+        time.sleep(0.01)
+    go.touch()
+    taken = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sorted(t for got in taken for t in got) == ids  # every item once
+    assert sum(1 for got in taken if got) >= 2  # and they really shared the work
