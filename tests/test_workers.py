@@ -216,6 +216,7 @@ while batch := store.coordination.claim_work(
     limit=1,
 ):
     got += [w.task_id for w in batch]
+    time.sleep(0.005)  # a worker drives what it claimed before it claims again
 print(json.dumps(got))
 """
 

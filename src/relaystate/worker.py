@@ -51,7 +51,8 @@ class Worker:
         *,
         lease: timedelta = timedelta(seconds=30),
         poll: float = 0.2,
-        batch: int = 4,
+        batch: int = 1,
+        concurrency: int = 4,
         on_item: Callable[[WorkItem, str], None] | None = None,
     ) -> None:
         if runtime.execute != "inline":
@@ -60,10 +61,13 @@ class Worker:
         self.lease = lease
         self.poll = poll
         self.batch = batch
+        self.concurrency = concurrency
+        """Claim loops run at once: an Action mostly waits on a downstream, and a Task
+        claimed in a batch behind a slow one waits too (batch 1 keeps the wait short)."""
         self.on_item = on_item
         self.presence = Presence(runtime, role="worker", lease=lease)
         self.report = WorkerReport()
-        self._holding: list[WorkItem] = []
+        self._lock = threading.Lock()
 
     @property
     def id(self) -> str:
@@ -94,17 +98,21 @@ class Worker:
     def work_on(self, item: WorkItem) -> str:
         """Drive one claimed task as far as it goes, then give the item back."""
         rt = self.runtime
-        self.report.waits.append(max((rt.clock() - item.due_at).total_seconds(), 0.0))
+        wait = max((rt.clock() - item.due_at).total_seconds(), 0.0)
+        with self._lock:
+            self.report.waits.append(wait)
         retry_at = None
         try:
             outcome = str(rt.advance(ADMIN, item.task_id).task.status)
-            self.report.done += 1
+            with self._lock:
+                self.report.done += 1
         except (TaskTooNew, MigrationFailed, NotFound) as exc:
             outcome = f"left: {exc}"  # a newer build's, marked for a person, or gone
         except Exception as exc:
             log.exception("task %s: drive failed", item.task_id)
             outcome = f"error: {type(exc).__name__}: {exc}"
-            self.report.errors += 1
+            with self._lock:
+                self.report.errors += 1
             retry_at = rt.clock() + RETRY_AFTER_ERROR
         # (a process dying here keeps its claim: it is free once it is known gone)
         rt.stores.coordination.release_work(item.task_id, self.id, due_at=retry_at)
@@ -123,33 +131,42 @@ class Worker:
         """Work until ``stop`` is set; then release what is left, deregister and return."""
         self.presence.start()
         try:
-            while not stop.is_set():
-                try:
-                    items = self.claim()
-                except Exception as exc:  # the store is away: wait and try again
-                    log.warning("claiming work failed: %s", exc)
-                    stop.wait(self.poll * 5)
-                    continue
-                if not items:
-                    stop.wait(self.poll)
-                    continue
-                self._holding = list(items)
-                while self._holding and not stop.is_set():
-                    self.work_on(self._holding.pop(0))
-                self._release_held()
+            loops = [
+                threading.Thread(target=self._loop, args=(stop,), name=f"relaystate-work-{i}")
+                for i in range(max(self.concurrency, 1))
+            ]
+            for loop in loops:
+                loop.start()
+            for loop in loops:
+                loop.join()
         finally:
-            self._release_held()
             self.presence.stop()
         return self.report
 
-    def _release_held(self) -> None:
-        for item in self._holding:
+    def _loop(self, stop: threading.Event) -> None:
+        """One claim loop: claim, drive, give back; on stop, give back what is unstarted."""
+        while not stop.is_set():
+            try:
+                items = self.claim()
+            except Exception as exc:  # the store is away: wait and try again
+                log.warning("claiming work failed: %s", exc)
+                stop.wait(self.poll * 5)
+                continue
+            if not items:
+                stop.wait(self.poll)
+                continue
+            while items and not stop.is_set():
+                self.work_on(items.pop(0))
+            self._release(items)
+
+    def _release(self, items: list[WorkItem]) -> None:
+        for item in items:
             try:
                 self.runtime.stores.coordination.release_work(item.task_id, self.id)
-                self.report.released += 1
+                with self._lock:
+                    self.report.released += 1
             except Exception as exc:
                 log.warning("releasing %s failed: %s", item.task_id, exc)
-        self._holding = []
 
 
 def run_until_signalled(worker: Worker, *, grace: float = 30.0) -> tuple[WorkerReport, bool]:

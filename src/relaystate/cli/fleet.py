@@ -21,7 +21,10 @@ def register(commands: Any) -> None:
     p.add_argument(
         "--grace", type=_seconds, default=30.0, help="Seconds to finish on SIGTERM (30)."
     )
-    p.add_argument("--batch", type=_count, default=4, help="Items claimed at a time (4).")
+    p.add_argument("--batch", type=_count, default=1, help="Items one claim takes (1).")
+    p.add_argument(
+        "--concurrency", type=_count, default=4, help="Tasks driven at once (4 threads)."
+    )
     p.set_defaults(run=worker)
     p = commands.add_parser(
         "workers", parents=[store_parser()], help="Processes in service: build, role, claims."
@@ -79,7 +82,13 @@ def worker(ns: argparse.Namespace) -> None:
                     f"{item.task_id} ({item.type} v{item.template_version}): {outcome}", file=said
                 )
 
-        w = Worker(rt, lease=timedelta(seconds=ns.lease), batch=ns.batch, on_item=on_item)
+        w = Worker(
+            rt,
+            lease=timedelta(seconds=ns.lease),
+            batch=ns.batch,
+            concurrency=ns.concurrency,
+            on_item=on_item,
+        )
         print(f"relaystate worker {w.id} build {rt.build}: waiting for work", file=said, flush=True)
         report, drained = run_until_signalled(w, grace=ns.grace)
     summary = {
