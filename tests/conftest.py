@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,11 @@ def redis_url(redis_server: str) -> str:
     client.flushdb()
     client.close()
     return redis_server
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store URL of each backend in turn: ``memory://``, a SQLite file, a PostgreSQL db."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    return "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/store.db"

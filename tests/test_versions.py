@@ -3,8 +3,6 @@ pinned tasks, failures that leave a task as it was, dual-write, and ``migrate`` 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,14 +68,9 @@ def trip(version: int, *, upgrade: str = "auto", fail: bool = False) -> TaskTemp
     return t
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "postgres":
-        yield str(request.getfixturevalue("postgres_url"))
-    elif request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/v.db"
-    else:
-        yield "memory://"
+@pytest.fixture
+def url(any_store_url: str) -> str:
+    return any_store_url
 
 
 def runtimes(url: str, *builds: tuple[str, list[TaskTemplate]], **kw: Any) -> list[Runtime]:

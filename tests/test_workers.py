@@ -5,7 +5,6 @@ view of builds and workers. (Real processes killed with SIGKILL: tests/upgrade/.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +69,9 @@ def pay(ledger: Ledger, *, upgrade: str = "auto", plan: list[str] | None = None)
     return t
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "postgres":
-        yield str(request.getfixturevalue("postgres_url"))
-    else:
-        yield "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/w.db"
+@pytest.fixture
+def url(any_store_url: str) -> str:
+    return any_store_url
 
 
 @pytest.fixture
