@@ -5,6 +5,7 @@ view of builds and workers. (Real processes killed with SIGKILL: tests/upgrade/.
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,15 @@ class Crash(BaseException):
     """The process dying inside the action."""
 
 
-def pay(ledger: Ledger, *, upgrade: str = "auto", plan: list[str] | None = None) -> TaskTemplate:
+def pay(
+    ledger: Ledger,
+    *,
+    upgrade: str = "auto",
+    plan: list[str] | None = None,
+    gate: threading.Event | None = None,
+) -> TaskTemplate:
     """A payment; ``plan`` says what each attempt does: "ok", "flaky" (retryable error),
-    "crash" (the process dies after the effect landed)."""
+    "crash" (the process dies after the effect landed), "block" (waits for ``gate``)."""
     t = TaskTemplate(
         "pay",
         upgrade=upgrade,
@@ -56,6 +63,8 @@ def pay(ledger: Ledger, *, upgrade: str = "auto", plan: list[str] | None = None)
         step = steps.pop(0) if steps else "ok"
         if step == "flaky":
             raise ConnectionError("downstream busy")
+        if step == "block" and gate is not None:
+            gate.wait(10)
         effect = ledger.apply(ctx.idempotency_key, "charge", {}, deduplicate=False)
         if step == "crash":
             raise Crash()
@@ -244,3 +253,33 @@ def test_processes_sharing_a_sqlite_file_never_claim_the_same_item(
     assert all(p.returncode == 0 for p in procs)
     assert sorted(t for got in taken for t in got) == ids  # every item once
     assert sum(1 for got in taken if got) >= 2  # and they really shared the work
+
+
+def test_a_slow_action_of_a_live_holder_is_left_alone(url: str, ledger: Ledger) -> None:
+    """The holder's heartbeat extends its claim and its action's lease: past the first
+    lease, neither another worker nor a turn in another process takes the action over."""
+    from relaystate.presence import Presence
+
+    fleet = Fleet(url)
+    lease = timedelta(seconds=30)
+    api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
+    tid = api.start(ALICE, "pay", slots={"amount": 5}).task.id
+    gate = threading.Event()
+    holder = Worker(fleet.runtime([pay(ledger, plan=["block"], gate=gate)], lease=lease))
+    thread = threading.Thread(target=holder.once)
+    thread.start()
+    for _ in range(500):  # until the holder is inside the action
+        if api.task(ALICE, tid).actions:
+            break
+        gate.wait(0.01)
+    fleet.clock.advance(seconds=25)
+    Presence(holder.runtime, lease=lease).beat()  # alive: its leases now end at +55 s
+    fleet.clock.advance(seconds=20)  # past the first lease (+30 s), within the extended one
+    assert Worker(fleet.runtime([pay(ledger)], lease=lease)).once() == 0
+    inline = fleet.runtime([pay(ledger)], lease=lease)  # an embedded server's turn
+    assert inline.advance(ADMIN, tid).actions[0].status == "running"
+    gate.set()
+    thread.join(10)
+    state = api.task(ALICE, tid)
+    assert state.task.status == TaskStatus.DONE and state.actions[0].attempts == 1
+    assert state.actions[0].checks == 0 and len(effects(ledger)) == 1

@@ -34,11 +34,13 @@ class Presence:
         return max(self.lease.total_seconds() / 3, 0.05)
 
     def beat(self) -> None:
-        """Record a heartbeat and extend the leases of the work this process holds."""
+        """Record a heartbeat and extend the leases this process holds: its claims on
+        queued work, and its running actions (a slow action is not taken for abandoned)."""
         now = self.runtime.clock()
-        coordination = self.runtime.stores.coordination
-        coordination.heartbeat(self.info, now, role=self.role)
-        coordination.extend_work(self.info.id, now + self.lease)
+        stores = self.runtime.stores
+        stores.coordination.heartbeat(self.info, now, role=self.role)
+        stores.coordination.extend_work(self.info.id, now + self.lease)
+        stores.tasks.extend_leases(self.info.id, now + self.lease)
 
     def start(self) -> None:
         self.runtime.stores.coordination.register_worker(self.info)

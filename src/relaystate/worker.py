@@ -16,11 +16,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+from . import work
 from .errors import MigrationFailed, NotFound, TaskTooNew
 from .leases import lease_expired
-from .model import WorkItem
+from .model import TaskState, WorkItem
 from .presence import Presence
 from .runtime import Runtime
 from .scope import Scope
@@ -103,9 +104,11 @@ class Worker:
             self.report.waits.append(wait)
         retry_at = None
         try:
-            outcome = str(rt.advance(ADMIN, item.task_id).task.status)
+            state = rt.advance(ADMIN, item.task_id)
+            outcome = str(state.task.status)
             with self._lock:
                 self.report.done += 1
+            retry_at = self._next_due(state)
         except (TaskTooNew, MigrationFailed, NotFound) as exc:
             outcome = f"left: {exc}"  # a newer build's, marked for a person, or gone
         except Exception as exc:
@@ -119,6 +122,14 @@ class Worker:
         if self.on_item is not None:
             self.on_item(item, outcome)
         return outcome
+
+    def _next_due(self, state: TaskState) -> datetime | None:
+        """When the task's work is next due, if later than now: an action still held by a
+        live holder elsewhere waits for its (heartbeat-extended) lease, not in a hot loop."""
+        if not self.runtime.runs_here(state) or not state.task.status.is_open:
+            return None
+        due = work.due_at(state, self.runtime.next_step(state))
+        return due if due is not None and due > self.runtime.clock() else None
 
     def once(self) -> int:
         """Claim and drive one batch; how many items it held."""

@@ -27,6 +27,7 @@ from ..model import (
     WorkerStatus,
     WorkItem,
     clone,
+    to_iso,
 )
 from ..scope import Scope
 from .roles import ONE_READ_TURN, Backend, Commit
@@ -191,6 +192,17 @@ class InMemoryStore(Backend):
             ]
         rows.sort(key=lambda a: a.id)
         return rows[: max(limit, 0)]
+
+    def extend_leases(self, owner: str, until: datetime) -> int:
+        stamp, count = to_iso(until), 0
+        with self._lock:
+            for actions in self._actions.values():
+                for row in actions.values():
+                    held = row["lease_owner"] == owner and row["status"] in ("running", "unknown")
+                    if held and str(row["lease_expires_at"] or "") < str(stamp):
+                        row["lease_expires_at"] = stamp
+                        count += 1
+        return count
 
     def compact(self, snapshot: Snapshot) -> int:
         with self._lock:

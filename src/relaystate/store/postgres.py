@@ -53,6 +53,7 @@ from ..model import (
     WorkerInfo,
     WorkerStatus,
     WorkItem,
+    to_iso,
 )
 from ..scope import Scope
 from . import schema
@@ -273,6 +274,16 @@ class PostgresStore(Backend, SchemaAdmin):
     def open_actions(self, *, limit: int = 1000, after: str | None = None) -> list[Action]:
         rows = self._rows(_OPEN_ACTIONS, (after or "", max(limit, 0)))
         return [Action.from_dict(r[0]) for r in rows]
+
+    def extend_leases(self, owner: str, until: datetime) -> int:
+        rows = self._rows(
+            "UPDATE actions SET lease_expires_at = %(until)s,"
+            " data = jsonb_set(data, '{lease_expires_at}', to_jsonb(%(stamp)s::text))"
+            " WHERE status IN ('running', 'unknown') AND lease_expires_at < %(until)s"
+            " AND data->>'lease_owner' = %(owner)s RETURNING 1",
+            {"until": until, "stamp": to_iso(until), "owner": owner},
+        )
+        return len(rows)
 
     def find_action(self, idempotency_key: str, scope: Scope) -> Action | None:
         rows = self._rows(

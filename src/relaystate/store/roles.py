@@ -161,6 +161,12 @@ class TaskStore(_Closable, ABC):
         of the whole set: recovery walks it to the end however large it is)."""
 
     @abstractmethod
+    def extend_leases(self, owner: str, until: datetime) -> int:
+        """Push the lease of every running or unknown action ``owner`` holds out to
+        ``until`` (never shorter): a live holder's heartbeat, so a slow action is not
+        taken for abandoned. Not a change of the task (no version, no journal entry)."""
+
+    @abstractmethod
     def compact(self, snapshot: Snapshot) -> int:
         """Store a baseline and drop the entries it folds in; returns how many were dropped."""
 

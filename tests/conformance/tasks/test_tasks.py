@@ -206,3 +206,22 @@ def test_two_handles_on_one_store_see_and_lock_each_other(
     change(other, loaded, lambda s: s.task.slots.update(by="other"))
     with pytest.raises(VersionConflict):
         change(tasks, first, lambda s: s.task.slots.update(by="first"))
+
+
+def test_a_holders_heartbeat_extends_its_action_leases_only(tasks: TaskStore) -> None:
+    soon, later = T0 + timedelta(seconds=30), T0 + timedelta(seconds=90)
+    state = new_task("t1")
+    state.actions = [
+        action(1, status=ActionStatus.RUNNING, lease_owner="me", lease_expires_at=soon),
+        action(2, status=ActionStatus.RUNNING, lease_owner="other", lease_expires_at=soon),
+        action(3, status=ActionStatus.SUCCESS, lease_owner="me", lease_expires_at=soon),
+    ]
+    create(tasks, state)
+    version = state.task.version
+    assert tasks.extend_leases("me", later) == 1
+    loaded = tasks.load("t1", ADMIN)
+    assert loaded is not None and loaded.task.version == version  # not a change of the task
+    leases = {a.seq: a.lease_expires_at for a in loaded.actions}
+    assert leases == {1: later, 2: soon, 3: soon}
+    assert tasks.extend_leases("me", soon) == 0  # never shortened
+    assert [a.id for a in tasks.open_actions() if a.lease_expires_at == later] == ["t1-a1"]
