@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
-from .model import Action, JournalEntry, Snapshot, Task, TaskState, to_iso
+from .model import Action, JournalEntry, Snapshot, Task, TaskState, WorkerStatus, to_iso
+from .upgrades import BuildStatus
 
 JSON = dict[str, Any]
 
@@ -71,6 +73,34 @@ def action_view(action: Action) -> JSON:
 def state_view(state: TaskState) -> JSON:
     """A task with its actions in seq order."""
     return {**task_view(state.task), "actions": [action_view(a) for a in state.actions]}
+
+
+def worker_view(worker: WorkerStatus, now: datetime) -> JSON:
+    """A registered process as ``relaystate workers`` and ``/v1/workers`` show it."""
+    beat = worker.heartbeat_at
+    return {
+        "id": worker.info.id,
+        "role": worker.role,
+        "build": worker.info.build,
+        "host": worker.info.host,
+        "pid": worker.info.pid,
+        "claimed": worker.claimed,
+        "heartbeat_age_s": None if beat is None else round((now - beat).total_seconds(), 1),
+        "started_at": to_iso(worker.info.started_at),
+        "stopped_at": to_iso(worker.stopped_at),
+    }
+
+
+def build_view(build: BuildStatus) -> JSON:
+    """A build in service as ``relaystate builds`` and ``/v1/builds`` show it."""
+    return {
+        "build": build.build,
+        "processes": dict(sorted(build.processes.items())),
+        "pinned_open_tasks": build.pinned_open,
+        "open_tasks_started": build.open_started,
+        "queued_pinned_work": build.queued_pinned,
+        "can_retire": build.can_retire,
+    }
 
 
 def history_view(baseline: Snapshot | None, entries: Sequence[JournalEntry]) -> JSON:

@@ -107,25 +107,12 @@ def worker(ns: argparse.Namespace) -> None:
 
 
 def workers(ns: argparse.Namespace) -> None:
+    from ..views import worker_view
+
     opts = Options.parse(ns)
     with opts.runtime(create=False, templates=False) as rt:
         now = rt.clock()
-        found = rt.workers(scope_for(None), include_stopped=ns.all)
-    rows = [
-        {
-            "id": w.info.id,
-            "role": w.role,
-            "build": w.info.build,
-            "host": w.info.host,
-            "pid": w.info.pid,
-            "claimed": w.claimed,
-            "heartbeat_age_s": None
-            if w.heartbeat_at is None
-            else round((now - w.heartbeat_at).total_seconds(), 1),
-            "stopped_at": None if w.stopped_at is None else w.stopped_at.isoformat(),
-        }
-        for w in found
-    ]
+        rows = [worker_view(w, now) for w in rt.workers(scope_for(None), include_stopped=ns.all)]
     if opts.as_json:
         opts.emit(rows)
         return
@@ -135,32 +122,16 @@ def workers(ns: argparse.Namespace) -> None:
     table = Table("id", "role", "build", "claimed", "heartbeat age", "stopped")
     for r in rows:
         age = "-" if r["heartbeat_age_s"] is None else f"{r['heartbeat_age_s']} s"
-        table.add_row(
-            str(r["id"]),
-            str(r["role"]),
-            str(r["build"]),
-            str(r["claimed"]),
-            age,
-            str(r["stopped_at"] or ""),
-        )
+        table.add_row(r["id"], r["role"], r["build"], str(r["claimed"]), age, r["stopped_at"] or "")
     Console().print(table if rows else "No workers registered.")
 
 
 def builds(ns: argparse.Namespace) -> None:
+    from ..views import build_view
+
     opts = Options.parse(ns)
     with opts.runtime(create=False, templates=False) as rt:
-        found = rt.builds(scope_for(None))
-    rows: list[dict[str, Any]] = [
-        {
-            "build": b.build,
-            "processes": b.processes,
-            "pinned_open_tasks": b.pinned_open,
-            "open_tasks_started": b.open_started,
-            "queued_pinned_work": b.queued_pinned,
-            "can_retire": b.can_retire,
-        }
-        for b in found
-    ]
+        rows = [build_view(b) for b in rt.builds(scope_for(None))]
     if opts.as_json:
         opts.emit(rows)
         return
@@ -169,9 +140,9 @@ def builds(ns: argparse.Namespace) -> None:
 
     table = Table("build", "processes", "pinned open Tasks", "open Tasks started", "can retire")
     for r in rows:
-        procs = ", ".join(f"{n} {role}" for role, n in sorted(r["processes"].items())) or "none"
+        procs = ", ".join(f"{n} {role}" for role, n in r["processes"].items()) or "none"
         table.add_row(
-            str(r["build"]),
+            r["build"],
             procs,
             str(r["pinned_open_tasks"]),
             str(r["open_tasks_started"]),

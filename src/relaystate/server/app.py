@@ -27,7 +27,7 @@ from ..memory.embed import Embedder
 from ..memory.recorder import MemoryLayers, Recorder
 from ..runtime import Runtime
 from ..scope import Scope
-from . import errors, events, memory, openapi, routes
+from . import errors, events, fleet, memory, openapi, routes
 from .limits import BodyLimit, RateLimiter, Receive, Send
 from .limits import Scope as AsgiScope
 from .metrics import Metrics
@@ -80,6 +80,7 @@ def create_app(
     app.include_router(events.router)
     app.include_router(memory.router)
     app.include_router(memory.tasks)
+    app.include_router(fleet.router)
     _health(app, state)
     _dashboard(app)
     app.add_middleware(_Counted, metrics=state.metrics)
