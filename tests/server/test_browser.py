@@ -8,6 +8,10 @@ Task as it was. Then she searches her memory (every chat turn is recorded in the
 token budget and why each candidate was kept or dropped. Screenshots of every step go to the
 test's tmp_path (printed), a phone-sized one at the end.
 
+An operator's admin key sees the Operators panel (GET /v1/builds and /v1/workers): the
+server's own Build and process, the open Task pinned to that Build and, once it ends, that
+the Build may retire; a user's key never sees the panel.
+
 Never ``playwright install``: only the system Chromium is used. Without it the test skips;
 under ``CI=true`` it fails instead, so CI cannot pass by skipping.
 """
@@ -58,15 +62,17 @@ def _free_port() -> int:
 
 
 class Server:
-    """``relaystate serve`` as a real process on a fixed port and store, restartable."""
+    """``relaystate serve`` as a real process on a fixed port and store, restartable;
+    ``args``: more options of ``serve`` (``--app``, ``--build``)."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *args: str) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.store = f"sqlite:///{workdir / 'dash.db'}"
         self.ledger = workdir / "ledger.db"
         self.log = workdir / "server.log"
         self.env = {**os.environ, "RELAYSTATE_NOW": NOW, "PYTHONUNBUFFERED": "1"}
+        self.args = list(args)
         self.proc: subprocess.Popen[bytes] | None = None
         self.pids: list[int] = []
 
@@ -80,7 +86,7 @@ class Server:
 
     def start(self) -> None:
         cmd = [sys.executable, "-m", "relaystate.cli", "serve", "--port", str(self.port)]
-        cmd += ["--store", self.store, "--ledger", str(self.ledger)]
+        cmd += ["--store", self.store, "--ledger", str(self.ledger), *self.args]
         with self.log.open("ab") as log:
             log.write(f"\n--- start {' '.join(cmd)}\n".encode())
             log.flush()
@@ -359,3 +365,198 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
             browser.close()
     server.stop()
     print(f"browser test: {time.monotonic() - started:.1f} s; screenshots in {shots}")
+
+
+# The demo agents with the flight booking pinned: its Tasks run to their end on the Build
+# that started them, so an open one keeps that Build from retiring.
+PINNED_APP = """
+from relaystate.demo import templates as demo
+
+def templates():
+    found = demo({ledger!r})
+    for template in found:
+        if template.type == "flight_booking":
+            template.upgrade = "pinned"
+    return found
+"""
+
+
+def test_operators_panel_shows_builds_and_workers_to_an_admin_key_only(tmp_path: Path) -> None:
+    """An operator's key sees the Operators panel: the server's own Build and process (it
+    registers itself), the open Task pinned to that Build, kept fresh every 5 s; a user's key
+    never sees it, nor asks for it."""
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import Route, expect, sync_playwright
+    except ImportError as exc:
+        _unavailable(f"playwright is not installed: {exc}")
+
+    started = time.monotonic()
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    print(f"\nscreenshots: {shots}")
+    (tmp_path / "pinned_app.py").write_text(PINNED_APP.format(ledger=str(tmp_path / "l.db")))
+    server = Server(tmp_path, "--app", "pinned_app:templates", "--build", "b1")
+    server.env["PYTHONPATH"] = os.pathsep.join(
+        [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    ops = json.loads(
+        server.cli("users", "create", "ops", "--admin", "--json", "--store", server.store)
+    )
+    alice = json.loads(server.cli("users", "create", "alice", "--json", "--store", server.store))
+    server.start()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.set_default_timeout(WAIT_MS)
+                expect.set_options(timeout=WAIT_MS)
+                crashes: list[str] = []
+                page.on("pageerror", lambda err: crashes.append(str(err)))
+                asked: list[str] = []  # every /v1/builds and /v1/workers request, in order
+                page.on(
+                    "request",
+                    lambda r: (
+                        asked.append(r.url) if re.search(r"/v1/(builds|workers)", r.url) else None
+                    ),
+                )
+
+                def shot(name: str, *, full_page: bool = True) -> None:
+                    page.screenshot(path=shots / f"{name}.png", full_page=full_page)
+                    print(f"  {time.monotonic() - started:5.1f} s  {name}")
+
+                def sign_in(key: str, who: str) -> None:
+                    page.fill("#key-input", key)
+                    page.click("#sign-in")
+                    expect(page.locator("#user-id")).to_have_text(who)
+
+                panel = page.locator("#ops-panel")
+                builds = page.locator("#builds-table .build-row")
+                workers = page.locator("#workers-table .worker-row")
+                error = page.locator("#ops-error")
+
+                # 1. A user's key: no panel, no link, no request for it. She starts a flight
+                # booking (pinned, so it holds Build b1).
+                page.goto(server.url + "/")
+                sign_in(alice["api_key"], "alice")
+                page.fill("#chat-input", "book a flight from Beijing to Shanghai")
+                page.click("#chat-send")
+                expect(page.locator("#chat-log .msg-assistant")).to_contain_text("date")
+                task_id = page.locator("#task-list .task-row").first.get_attribute("data-task-id")
+                assert task_id
+                expect(panel).to_be_hidden()
+                expect(page.locator("#ops-link")).to_be_hidden()
+                assert asked == [], asked
+                shot("01-user-no-operators")
+                page.click("#sign-out")
+
+                # 2. An operator's key: the server's own Build and process, the pinned Task.
+                sign_in(ops["api_key"], "ops (admin)")
+                page.click("#ops-link")
+                expect(panel).to_be_in_viewport()
+                expect(builds).to_have_count(1)
+                b1 = builds.first
+                expect(b1).to_have_attribute("data-build", "b1")
+                expect(b1.locator("td[data-label=Processes]")).to_have_text("1 api")
+                expect(b1).to_have_attribute("data-pinned", "1")
+                expect(b1).to_have_attribute("data-started", "1")
+                expect(b1.locator("td[data-label='Pinned open Tasks']")).to_have_text("1")
+                expect(b1.locator(".badge.retire-no")).to_have_text("no")
+                expect(workers).to_have_count(1)
+                me = workers.first
+                assert server.proc is not None
+                expect(me).to_have_attribute("data-role", "api")
+                expect(me).to_have_attribute("data-build", "b1")
+                expect(me).to_contain_text(f"pid {server.proc.pid}")
+                expect(me.locator("td[data-label=Claimed]")).to_have_text("0")
+                expect(me.locator("td[data-label='Heartbeat age']")).to_have_text(
+                    re.compile(r"^\d+(\.\d)? s$")
+                )
+                worker_id = me.get_attribute("data-worker-id") or ""
+                expect(me.locator("th code")).to_have_text(worker_id.rsplit("/", 1)[-1])
+                expect(error).to_be_hidden()
+                shot("02-operators")
+
+                # 3. The Task ends elsewhere (her own key, over the API): within a refresh
+                # period, and no click, the Build may retire.
+                request = urllib.request.Request(
+                    f"{server.url}/v1/tasks/{task_id}/cancel",
+                    method="POST",
+                    headers={"Authorization": f"Bearer {alice['api_key']}"},
+                )
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    assert answer.status == 200
+                expect(b1).to_have_attribute("data-pinned", "0")
+                expect(b1.locator(".badge.retire-yes")).to_have_text("yes")
+                expect(b1).to_have_attribute("data-started", "0")
+                shot("03-can-retire")
+
+                # 4. States the live server cannot produce, answered in the browser: nothing
+                # in service, and an error (its JSON message shown, the last tables kept).
+                def empty(route: Route) -> None:
+                    name = "builds" if "/v1/builds" in route.request.url else "workers"
+                    route.fulfill(json={name: []})
+
+                page.route(re.compile(r"/v1/(builds|workers)"), empty)
+                page.click("#ops-refresh")
+                expect(page.locator("#builds-empty")).to_have_text("No builds in service.")
+                expect(page.locator("#workers-empty")).to_have_text("No workers registered.")
+                expect(page.locator("#builds-table")).to_be_hidden()
+                page.unroute(re.compile(r"/v1/(builds|workers)"))
+                page.click("#ops-refresh")
+                expect(builds).to_have_count(1)
+                refused = {"error": {"code": "unavailable", "message": "the store is away"}}
+                page.route(
+                    re.compile(r"/v1/builds"),
+                    lambda route: route.fulfill(status=503, json=refused),
+                )
+                page.click("#ops-refresh")
+                expect(error).to_have_text("unavailable: the store is away")
+                expect(builds).to_have_count(1)
+                page.unroute(re.compile(r"/v1/builds"))
+                page.click("#ops-refresh")
+                expect(error).to_be_hidden()
+
+                # 5. A restart: the panel says the server is away, then shows the new process;
+                # "stopped ones too" shows the old one as stopped.
+                server.stop()
+                expect(error).to_contain_text("network: The server cannot be reached")
+                server.start()
+                expect(error).to_be_hidden()
+                expect(me).to_contain_text(f"pid {server.proc.pid}")
+                expect(workers).to_have_count(1)
+                page.check("#workers-stopped")
+                expect(workers).to_have_count(2)
+                expect(
+                    page.locator("#workers-table .worker-row[data-stopped=true]")
+                ).to_contain_text("stopped")
+                shot("04-restarted")
+
+                # 6. A phone: the tables stacked, nothing sideways.
+                page.set_viewport_size({"width": 390, "height": 844})
+                page.click("#ops-link")
+                expect(b1).to_be_in_viewport()
+                wide: Any = page.evaluate("document.documentElement.scrollWidth")
+                assert wide <= 390, f"the page is {wide} px wide on a 390 px phone"
+                page.locator("#ops-panel").evaluate("e => e.scrollIntoView({block: 'start'})")
+                shot("05-phone-operators", full_page=False)
+
+                # 7. Signing out stops the refreshes; a user's key after an operator's: no panel.
+                page.click("#sign-out")
+                since = len(asked)
+                sign_in(alice["api_key"], "alice")
+                expect(panel).to_be_hidden()
+                page.wait_for_timeout(5_500)  # longer than a refresh period
+                assert asked[since:] == [], asked[since:]
+                expect(page.locator("#error-banner")).to_be_hidden()
+                assert crashes == [], f"uncaught errors in the page: {crashes}"
+            finally:
+                browser.close()
+        server.stop()
+    finally:
+        if server.proc is not None:
+            server.proc.kill()
+            server.proc.wait()
+    print(f"operators test: {time.monotonic() - started:.1f} s; screenshots in {shots}")

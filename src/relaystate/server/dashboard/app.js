@@ -24,6 +24,10 @@ const state = {
   contextTimer: null,
   contextData: null, // the last context answer, for the layer filter
   memorySeq: 0, // answers to older memory searches are dropped
+  opsSeq: 0, // answers to older Operators refreshes are dropped
+  opsTimer: null, // the next Operators refresh
+  opsLoadedAt: 0, // when the Operators panel last asked the server (ms)
+  opsOnScreen: false, // whether any of the Operators panel is in the viewport
 };
 
 const $ = (sel) => document.querySelector(sel);
@@ -162,6 +166,7 @@ async function signIn(key) {
   $("#whoami").hidden = false;
   $("#sign-in-panel").hidden = true;
   $("#app").hidden = false;
+  startOps();
   await Promise.all([loadMessages(), loadTasks()]);
   const fromHash = location.hash.match(/^#\/tasks\/([^/]+)$/);
   if (fromHash) openTask(decodeURIComponent(fromHash[1]));
@@ -182,6 +187,7 @@ function signOut(reason) {
   $("#chat-log").replaceChildren();
   $("#task-list").replaceChildren();
   clearMemory();
+  stopOps();
   if (typeof reason === "string" && reason) {
     $("#error-text").textContent = `Signed out: ${reason}`;
     $("#error-banner").hidden = false;
@@ -764,6 +770,181 @@ function clearMemory() {
   delete $("#memory-panel").dataset.hits;
 }
 
+// ---- operators: Builds and workers (an operator's admin key only) ---------------------
+
+const OPS_EVERY_MS = 5000;
+const SILENT_AFTER_S = 90; // upgrades.SILENT_AFTER: no heartbeat for this long, likely dead
+
+function opsShown() {
+  return Boolean(state.me && state.me.admin) && !$("#ops-panel").hidden;
+}
+
+// A user's key never sees the panel (and never asks: the endpoints answer 403).
+function startOps() {
+  const admin = Boolean(state.me && state.me.admin);
+  $("#ops-panel").hidden = !admin;
+  $("#ops-link").hidden = !admin;
+  if (admin) loadOps();
+  else stopOps();
+}
+
+function stopOps() {
+  clearTimeout(state.opsTimer);
+  state.opsTimer = null;
+  state.opsSeq++;
+  state.opsLoadedAt = 0;
+  $("#ops-panel").hidden = true;
+  $("#ops-link").hidden = true;
+  $("#ops-error").hidden = true;
+  $("#ops-updated").textContent = "";
+  for (const what of ["builds", "workers"]) {
+    $(`#${what}-table tbody`).replaceChildren();
+    $(`#${what}-table`).hidden = true;
+    $(`#${what}-empty`).hidden = true;
+  }
+  delete $("#ops-panel").dataset.loading;
+}
+
+// Polls only while the panel is on screen in a visible page; coming back to it refreshes at
+// once if the last answer is older than the period.
+function opsWatched() {
+  return opsShown() && state.opsOnScreen && document.visibilityState === "visible";
+}
+
+function wakeOps() {
+  clearTimeout(state.opsTimer);
+  state.opsTimer = null;
+  if (!opsWatched() || $("#ops-panel").dataset.loading) return;
+  const wait = state.opsLoadedAt + OPS_EVERY_MS - Date.now();
+  state.opsTimer = setTimeout(loadOps, Math.max(wait, 0));
+}
+
+async function loadOps() {
+  clearTimeout(state.opsTimer);
+  state.opsTimer = null;
+  if (!opsShown()) return;
+  const seq = ++state.opsSeq;
+  const panel = $("#ops-panel");
+  const error = $("#ops-error");
+  panel.dataset.loading = "true";
+  const stopped = $("#workers-stopped").checked ? "?stopped=true" : "";
+  try {
+    const [{ builds }, { workers }] = await Promise.all([
+      api("GET", "/v1/builds"),
+      api("GET", `/v1/workers${stopped}`),
+    ]);
+    if (seq !== state.opsSeq) return;
+    error.hidden = true;
+    renderBuilds(builds);
+    renderWorkers(workers);
+    $("#ops-updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
+  } catch (err) {
+    if (seq !== state.opsSeq) return;
+    // The last tables stay, under the error; "updated" still tells when they were read.
+    error.textContent = errorText(err);
+    error.hidden = false;
+    if (err instanceof ApiError && err.status === 401) showError(err);
+  } finally {
+    if (seq === state.opsSeq) {
+      delete panel.dataset.loading;
+      state.opsLoadedAt = Date.now();
+      wakeOps();
+    }
+  }
+}
+
+function fmtProcesses(processes) {
+  const parts = Object.entries(processes || {}).map(([role, n]) => `${n} ${role}`);
+  return parts.join(", ") || "none";
+}
+
+function renderBuilds(builds) {
+  $("#builds-empty").hidden = builds.length > 0;
+  $("#builds-table").hidden = builds.length === 0;
+  const rows = builds.map((b) => {
+    const retire = b.can_retire ? "yes" : "no";
+    return h(
+      "tr",
+      {
+        class: `build-row retire-${retire}`,
+        dataset: {
+          build: b.build,
+          pinned: String(b.pinned_open_tasks),
+          started: String(b.open_tasks_started),
+          canRetire: String(b.can_retire),
+        },
+      },
+      h("th", { scope: "row" }, h("code", { class: "key" }, b.build)),
+      cell("Processes", { class: "processes" }, fmtProcesses(b.processes)),
+      cell("Pinned open Tasks", { class: "num pinned" }, String(b.pinned_open_tasks)),
+      cell("Open Tasks started", { class: "num" }, String(b.open_tasks_started)),
+      cell("Queued pinned work", { class: "num" }, String(b.queued_pinned_work)),
+      cell(
+        "Can retire",
+        {},
+        h(
+          "span",
+          {
+            class: `badge retire retire-${retire}`,
+            title: b.can_retire ? null : "open Tasks are pinned to this Build: keep its workers",
+          },
+          retire,
+        ),
+      ),
+    );
+  });
+  $("#builds-table tbody").replaceChildren(...rows);
+}
+
+// A worker's id is host/pid/start/nonce: the nonce tells processes apart, the rest is shown.
+function shortId(id) {
+  const parts = String(id).split("/");
+  if (parts.length >= 4) return parts[parts.length - 1];
+  return id.length > 12 ? `${id.slice(0, 12)}…` : id;
+}
+
+function fmtAge(seconds) {
+  if (seconds === null || seconds === undefined) return "—";
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+function renderWorkers(workers) {
+  $("#workers-empty").hidden = workers.length > 0;
+  $("#workers-table").hidden = workers.length === 0;
+  const rows = workers.map((w) => {
+    const stopped = Boolean(w.stopped_at);
+    const silent = !stopped && w.heartbeat_age_s !== null && w.heartbeat_age_s >= SILENT_AFTER_S;
+    return h(
+      "tr",
+      {
+        class: `worker-row${stopped ? " stopped" : ""}${silent ? " silent" : ""}`,
+        dataset: { workerId: w.id, role: w.role, build: w.build, stopped: String(stopped) },
+      },
+      h(
+        "th",
+        { scope: "row" },
+        h("code", { class: "key", title: w.id }, shortId(w.id)),
+        h("span", { class: "small muted" }, ` ${w.host} · pid ${w.pid}`),
+      ),
+      cell("Role", {}, w.role),
+      cell("Build", {}, h("code", { class: "key" }, w.build)),
+      cell("Claimed", { class: "num" }, String(w.claimed)),
+      cell(
+        "Heartbeat age",
+        { class: "num heartbeat" },
+        fmtAge(w.heartbeat_age_s),
+        silent ? h("span", { class: "badge silent" }, "silent") : null,
+        stopped
+          ? h("span", { class: "badge stopped", title: fmtTime(w.stopped_at) }, "stopped")
+          : null,
+      ),
+    );
+  });
+  $("#workers-table tbody").replaceChildren(...rows);
+}
+
 // ---- the journal and its replay slider -----------------------------------------------
 
 function versions() {
@@ -999,6 +1180,16 @@ document.addEventListener("DOMContentLoaded", () => {
     $("#memory-panel").scrollIntoView({ behavior: "smooth", block: "start" });
     $("#memory-query").focus({ preventScroll: true });
   });
+  $("#ops-link").addEventListener("click", () => {
+    $("#ops-panel").scrollIntoView({ behavior: "smooth", block: "start" });
+  });
+  $("#ops-refresh").addEventListener("click", loadOps);
+  $("#workers-stopped").addEventListener("change", loadOps);
+  new IntersectionObserver((seen) => {
+    state.opsOnScreen = seen[seen.length - 1].isIntersecting;
+    wakeOps();
+  }).observe($("#ops-panel"));
+  document.addEventListener("visibilitychange", wakeOps);
   $("#home-link").addEventListener("click", (ev) => {
     ev.preventDefault();
     closeTask();
