@@ -26,6 +26,7 @@ from relaystate.demo import Ledger, templates
 from relaystate.model import ApiKey
 from relaystate.store import SQLiteStore
 
+from .services import PostgresCluster
 from .support import Clock
 
 NOW = "2026-11-29T10:00:00"
@@ -165,10 +166,13 @@ def test_actions_add_only_their_own_commits(
 
 
 def test_a_slot_filling_turn_is_one_write_transaction_on_postgres(
-    postgres_url: str, tmp_path: Path
+    pg_cluster: PostgresCluster, tmp_path: Path
 ) -> None:
+    """On a cluster of its own: transaction ids are counted cluster-wide, so any other
+    test's background writer in a shared cluster would count too."""
     import psycopg
 
+    postgres_url = pg_cluster.url
     clock = Clock()
     rt = Runtime(open_store(postgres_url), templates(tmp_path / "ledger.db"), clock=clock)
     conv = Conversation(rt)

@@ -3,6 +3,7 @@ pinned tasks, failures that leave a task as it was, dual-write, and ``migrate`` 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -73,13 +74,26 @@ def url(any_store_url: str) -> str:
     return any_store_url
 
 
+OPENED: list[Runtime] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_runtimes() -> Iterator[None]:
+    """Every runtime a test opened is closed after it (a PostgreSQL pool holds threads)."""
+    yield
+    while OPENED:
+        OPENED.pop().close()
+
+
 def runtimes(url: str, *builds: tuple[str, list[TaskTemplate]], **kw: Any) -> list[Runtime]:
     """Runtimes of several builds over one store (a memory store is shared by object)."""
     stores = open_store(url) if url == "memory://" else None
-    return [
+    made = [
         Runtime(stores if stores is not None else open_store(url), t, build=b, clock=Clock(), **kw)
         for b, t in builds
     ]
+    OPENED.extend(made)
+    return made
 
 
 def test_a_newer_build_lifts_a_task_on_read_and_journals_it(url: str) -> None:

@@ -5,6 +5,7 @@ view of builds and workers. (Real processes killed with SIGKILL: tests/upgrade/.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,17 @@ def ledger(tmp_path: Path) -> Ledger:
     return Ledger(tmp_path / "ledger.db")
 
 
+OPENED: list[Runtime] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_runtimes() -> Iterator[None]:
+    """Every runtime a test opened is closed after it (a PostgreSQL pool holds threads)."""
+    yield
+    while OPENED:
+        OPENED.pop().close()
+
+
 class Fleet:
     """Runtimes of several processes over one store, on one test clock."""
 
@@ -97,7 +109,9 @@ class Fleet:
 
     def runtime(self, templates: list[TaskTemplate], **kw: Any) -> Runtime:
         stores = self.shared if self.shared is not None else open_store(self.url)
-        return Runtime(stores, templates, clock=self.clock, sleep=self.clock.sleep, **kw)
+        made = Runtime(stores, templates, clock=self.clock, sleep=self.clock.sleep, **kw)
+        OPENED.append(made)
+        return made
 
 
 def effects(ledger: Ledger) -> list[str]:
@@ -236,6 +250,7 @@ def test_processes_sharing_a_sqlite_file_never_claim_the_same_item(
 
     url = f"sqlite:///{tmp_path}/shared.db"
     api = Runtime(open_store(url), [pay(ledger)], build="v1", execute="queue")
+    OPENED.append(api)
     ids = sorted(api.start(ALICE, "pay", slots={"amount": i}).task.id for i in range(1, 41))
     go = tmp_path / "go"
     procs = [
