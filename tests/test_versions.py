@@ -192,6 +192,7 @@ def test_dual_write_lifts_nothing_and_starts_on_the_old_version(url: str) -> Non
     assert v2.fill(ALICE, tid, {"city": "Oslo"}).task.template_version == 1
     new = v2.start(ALICE, "trip", slots={"passenger_name": "Ivy Jo"})
     assert new.task.template_version == 1
+    assert v2.templates["trip"].version == 1  # what a turn reads a new task's slots by
     assert v1.fill(ALICE, new.task.id, {"city": "Rome"}).task.status == TaskStatus.DONE
 
 

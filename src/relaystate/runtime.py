@@ -118,8 +118,9 @@ class Runtime:
         """"inline": this process runs the actions a change makes due (the embedded
         default); "queue": it commits the change and leaves them to workers."""
         self.versions = TemplateVersions(dual_write=dual_write)
-        self.templates: dict[str, TaskTemplate] = self.versions.newest
-        """The newest version of each task type this build knows."""
+        self.templates: dict[str, TaskTemplate] = self.versions.starting
+        """The version of each task type new tasks start on: the newest this build knows
+        (the oldest in dual-write, so that an older build beside it reads them)."""
         for template in templates:
             self.register(template)
         self.owner = Owner.current().id

@@ -35,7 +35,10 @@ class TemplateVersions:
         self._by_type: dict[str, dict[int, TaskTemplate]] = {}
         self.dual_write = dual_write
         self.newest: dict[str, TaskTemplate] = {}
-        """The newest version of each type: what starts new tasks (the runtime's templates)."""
+        """The newest version of each type: what older tasks are lifted to."""
+        self.starting: dict[str, TaskTemplate] = {}
+        """What starts new tasks of each type (the newest; the oldest in dual-write): the
+        runtime's ``templates``, which the conversation engine reads a new task's slots by."""
         for template in templates:
             self.register(template)
 
@@ -43,13 +46,11 @@ class TemplateVersions:
         versions = self._by_type.setdefault(template.type, {})
         versions[template.version] = template
         self.newest[template.type] = versions[max(versions)]
+        self.starting[template.type] = versions[min(versions) if self.dual_write else max(versions)]
 
     def for_new(self, type: str) -> TaskTemplate | None:
         """The template a new task of ``type`` starts on (the oldest one in dual-write)."""
-        versions = self._by_type.get(type)
-        if not versions:
-            return None
-        return versions[min(versions) if self.dual_write else max(versions)]
+        return self.starting.get(type)
 
     def known(self) -> Mapping[str, list[int]]:
         """Versions this build carries, per type."""

@@ -171,7 +171,7 @@ def migrate(ns: argparse.Namespace) -> None:
                 report = rt.migrate(
                     scope_for(None), dry_run=ns.dry_run, on_task=lambda _t, _o: bar.advance(job)
                 )
-        top = {t: tpl.version for t, tpl in rt.templates.items()}
+        top = {t: tpl.version for t, tpl in rt.versions.newest.items()}
     keys = sorted(set(report.lifted) | set(report.failed) | set(report.skipped))
     rows = [
         {
