@@ -205,8 +205,9 @@ def rrf(r, w):
     return w / (RRF_K + r)
 
 
-def retrieve(ix, q, qvec, cfg):
-    """Ranked turn positions for question text q under config cfg (a dict)."""
+def retrieve(ix, q, qvec, cfg, return_scores=False):
+    """Ranked turn ids for question text q under config cfg (a dict); with return_scores,
+    the fused score of every turn (before diversification) instead."""
     qwords = {w.split("'")[0] for w in words(q)}
     named = [s for s in ix.speakers if s in qwords]
     drop = set(named) if cfg.get("spk", 0) else set()
@@ -263,6 +264,8 @@ def retrieve(ix, q, qvec, cfg):
         for r, j in enumerate(srank[:cfg.get("sbest_n", 10)]):
             extra[best[int(j)]] = rrf(r + 1, cfg["sbest"])
         total = total + extra
+    if return_scores:
+        return total
     order = np.argsort(-total, kind="stable")
     div = cfg.get("div", 0)
     if div:
