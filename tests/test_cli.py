@@ -135,3 +135,7 @@ def test_the_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert "worker exit code: -9" in proc.stdout
     assert "order ORD-00001: 1 request(s), 1 effect(s)" in proc.stdout
     assert "The flight booking is done" in proc.stdout
+    # scene 7: the new build lifts Bob's booking, its worker orders once, v1 keeps away
+    assert "journal v2 by migration: migrated flight_booking from version 1 to 2" in proc.stdout
+    assert "order ORD-00002: 1 request(s), 1 effect(s)" in proc.stdout
+    assert "v1 leaves it alone" in proc.stdout

@@ -16,10 +16,21 @@ from ..templates import Slot, Stage, TaskTemplate, all_required_slots, user_conf
 from .ledger import Ledger
 
 
-def flight_booking(ledger: Ledger) -> TaskTemplate:
+def flight_booking(ledger: Ledger, *, version: int = 1) -> TaskTemplate:
+    """Version 2 (the demo's "new build") adds an optional seat preference; a booking
+    stored by version 1 is lifted by a migration that gives it the seat "any"."""
+    seat = [
+        Slot(
+            "seat",
+            required=False,
+            choices=["window", "aisle", "any"],
+            labels={"zh": "座位"},
+            ask={"en": "Window or aisle?", "zh": "靠窗还是靠过道？"},
+        )
+    ]
     booking = TaskTemplate(
         "flight_booking",
-        version=1,
+        version=version,
         goal="Book a flight",
         titles={"en": "flight booking", "zh": "机票预订"},
         triggers={
@@ -83,6 +94,7 @@ def flight_booking(ledger: Ledger) -> TaskTemplate:
                 labels={"zh": "乘机人"},
                 ask={"en": "Who is travelling?", "zh": "乘机人姓名？"},
             ),
+            *(seat if version >= 2 else []),
         ],
         stages=[
             Stage("collecting", exit=all_required_slots),
@@ -121,5 +133,12 @@ def flight_booking(ledger: Ledger) -> TaskTemplate:
     @create_order.compensate
     def cancel_order(ctx: ActionContext) -> dict[str, Any]:
         return ledger.apply(ctx.idempotency_key, "cancellation", {"order": ctx.original_output})
+
+    if version >= 2:
+
+        @booking.migration(from_version=1)
+        def any_seat(task: dict[str, Any]) -> dict[str, Any]:
+            task["slots"].setdefault("seat", "any")
+            return task
 
     return booking

@@ -10,6 +10,9 @@
 6. Memory: a chat about a second trip changes its mind twice; the Task's context for the next
    turn, cut to a token budget, holds the current values (and says what they replaced), and
    the conversation is found again by search.
+7. A new build while Bob is mid-task: build v2 (flight bookings gain a seat) lifts his
+   version-1 booking through its migration when he confirms, a v2 worker takes the order
+   from the queue, and the old build now leaves the booking alone.
 """
 
 from __future__ import annotations
@@ -122,6 +125,7 @@ def run_demo(workdir: Path, out: Console) -> None:
             f"status={then.task.status}, actions={len(then.actions)}"
         )
     _memory_scene(out, runtime)
+    _upgrade_scene(out, url, ledger_file)
     out.print(
         f"\nFiles: {db} (the store) and {ledger_file} (the downstream). Try:\n"
         f"  relaystate tasks history {task_id} --store {url}\n"
@@ -162,6 +166,56 @@ def _memory_scene(out: Console, runtime: Callable[[], Runtime]) -> None:
         assert layers.longterm is not None
         hits = layers.longterm.search(alice, CONVERSATION, "Tokyo", k=2, mode="keyword")
         out.print("search 'Tokyo': " + " | ".join(h.item.text for h in hits))
+
+
+def _upgrade_scene(out: Console, url: str, ledger_file: Path) -> None:
+    from ..errors import TaskTooNew
+    from ..worker import Worker
+    from .after_sales import after_sales
+    from .flights import flight_booking
+    from .refund import refund
+
+    _scene(
+        out,
+        "7. A new build while Bob is mid-task",
+        "Build v2 adds a seat preference to flight bookings, with a migration for the "
+        "bookings version 1 stored. Its server leaves Actions to workers (--execute queue).",
+    )
+    bob, operator = Scope.user("bob"), Scope.admin("demo")
+    ledger = Ledger(ledger_file)
+
+    def build(name: str, version: int, execute: str = "queue") -> Runtime:
+        kinds = [flight_booking(ledger, version=version), refund(ledger), after_sales(ledger)]
+        return Runtime(open_store(url), kinds, build=name, execute=execute)
+
+    with build("v1", 1) as v1:
+        slots = {"origin": "Paris", "destination": "Rome", "date": "2027-03-05"}
+        slots |= {"cabin_class": "economy", "passenger_name": "Bob Li"}
+        task_id = v1.start(bob, "flight_booking", slots=slots).task.id
+        out.print(f"v1: Bob's booking waits for his yes: {v1.task(bob, task_id).task.status_text}")
+    with build("v2", 2) as v2:
+        state = v2.confirm(bob, task_id)  # read by v2: lifted first, then confirmed
+        out.print(
+            f"v2: Bob says yes. Template version {state.task.template_version}, slots "
+            f"{state.task.slots}; the order waits in the queue: "
+            f"{[(w.type, w.template_version) for w in v2.stores.coordination.queued_work()]}"
+        )
+        with build("v2", 2, execute="inline") as worker_rt:
+            Worker(worker_rt).once()
+        final = v2.task(operator, task_id)
+        _, entries = v2.history(operator, task_id)
+        lifted = next(i for i, e in enumerate(entries) if e.actor == "migration")
+        for entry in entries[lifted:]:
+            out.print(f"  journal v{entry.version} by {entry.actor}: {entry.reason}")
+        out.print(f"v2 worker: {final.task.status_text}")
+    with build("v1", 1) as v1:
+        try:
+            v1.cancel(bob, task_id)
+        except TaskTooNew as exc:
+            out.print(f"v1 leaves it alone: {exc}")
+    out.print(f"downstream ledger: {_ledger_line(ledger)}")
+    if final.task.status != TaskStatus.DONE:
+        raise RuntimeError(f"the upgraded task ended {final.task.status}, not done")
 
 
 def _ledger_line(ledger: Ledger) -> str:
