@@ -13,8 +13,9 @@ from .options import Options, app_parser, scope_for, store_parser
 
 DEFAULT_PORT = 8700
 DEMO_USER = "demo"
-GRACE = 3
-"""Seconds a stopping server gives open requests (event streams never end by themselves)."""
+GRACE = 3.0
+"""Seconds a stopping server gives open requests by default (event streams never end by
+themselves, so a drain is bounded; a request running a slow Action inline may need more)."""
 
 
 def register(commands: Any) -> None:
@@ -26,6 +27,12 @@ def register(commands: Any) -> None:
     p.add_argument("--host", default="127.0.0.1", help="Address to listen on (127.0.0.1).")
     p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"Port ({DEFAULT_PORT}).")
     p.add_argument("--rate", type=float, default=20.0, help="Requests a second per API key (20).")
+    p.add_argument(
+        "--grace",
+        type=_grace,
+        default=GRACE,
+        help=f"Seconds open requests get to finish on SIGTERM ({GRACE:g}).",
+    )
     p.add_argument(
         "--execute",
         choices=("inline", "queue"),
@@ -53,6 +60,16 @@ def register(commands: Any) -> None:
     p.set_defaults(run=revoke)
     p = sub.add_parser("list", parents=[store_parser()], help="Every API key (no secrets).")
     p.set_defaults(run=list_keys)
+
+
+def _grace(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"takes seconds, not {text!r}") from None
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"takes 0 to 3600 seconds, not {text}")
+    return value
 
 
 def _port(text: str) -> int:
@@ -97,7 +114,7 @@ def serve(ns: argparse.Namespace) -> None:
                 host=ns.host,
                 port=ns.port,
                 log_level="warning",
-                timeout_graceful_shutdown=GRACE,
+                timeout_graceful_shutdown=max(1, round(ns.grace)),
             )
         finally:
             presence.stop()
