@@ -18,7 +18,7 @@ from relaystate import (
     TaskTemplate,
     all_required_slots,
 )
-from relaystate.errors import MigrationFailed, TaskTooNew, TemplateError
+from relaystate.errors import MigrationFailed, OtherBuild, TaskTooNew, TemplateError
 from relaystate.store import open_store
 
 from .support import Clock
@@ -182,7 +182,7 @@ def test_pinned_tasks_keep_their_version_and_their_build(url: str) -> None:
 def test_a_pinned_task_whose_version_is_gone_is_refused_clearly(url: str) -> None:
     v1, v2 = runtimes(url, ("v1", [trip(1, upgrade="pinned")]), ("v2", [trip(2)]))
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Gus"}).task.id
-    with pytest.raises(TemplateError, match="pinned"):
+    with pytest.raises(OtherBuild, match="pinned"):  # 503 over HTTP: a proxy asks v1
         v2.fill(ALICE, tid, {"city": "Oslo"})
 
 
@@ -229,3 +229,34 @@ def test_templates_refuse_bad_versions_and_migrations() -> None:
     t.migration(from_version=1)(lambda d: d)
     with pytest.raises(TemplateError, match="two migrations"):
         t.migration(from_version=1)(lambda d: d)
+
+
+def test_an_action_running_in_an_older_build_settles_there_before_the_lift(url: str) -> None:
+    """A newer build that does not carry the task's version neither lifts it nor writes
+    while the older build's action runs (that build must still record its result)."""
+    import threading
+
+    gate, inside = threading.Event(), threading.Event()
+    slow = trip(1)
+    del slow.actions["book"]  # the same action, slow
+
+    @slow.action(name="book", side_effect=True, idempotent=True)
+    def book(ctx: ActionContext) -> Any:
+        inside.set()
+        gate.wait(10)
+        return {"booked": dict(ctx.slots)}
+
+    v1, v2 = runtimes(url, ("v1", [slow]), ("v2", [trip(2)]))
+    tid = v1.start(ALICE, "trip", slots={"passenger_name": "Lu Ma"}).task.id
+    result: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: result.update(s=v1.fill(ALICE, tid, {"city": "Oslo"})))
+    worker.start()
+    assert inside.wait(10)
+    with pytest.raises(OtherBuild, match="once it settles") as raised:
+        v2.fill(ALICE, tid, {"city": "Rome"})
+    assert raised.value.until is not None  # when to try again: the action's lease
+    assert v2.migrate(ADMIN).deferred[("trip", 1)] == 1  # nor in bulk
+    gate.set()
+    worker.join(10)
+    assert result["s"].task.status == TaskStatus.DONE  # v1 recorded its own result
+    assert v2.task(ALICE, tid).task.template_version == 2  # lifted once settled

@@ -25,6 +25,7 @@ from relaystate import (
     all_required_slots,
 )
 from relaystate.demo.ledger import Ledger
+from relaystate.errors import MigrationFailed, StoreUnavailable
 from relaystate.store import open_store
 from relaystate.worker import Worker
 
@@ -298,3 +299,61 @@ def test_a_slow_action_of_a_live_holder_is_left_alone(url: str, ledger: Ledger) 
     state = api.task(ALICE, tid)
     assert state.task.status == TaskStatus.DONE and state.actions[0].attempts == 1
     assert state.actions[0].checks == 0 and len(effects(ledger)) == 1
+
+
+def test_a_refused_give_back_is_retried_and_the_loop_goes_on(url: str, ledger: Ledger) -> None:
+    fleet = Fleet(url)
+    api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
+    first = api.start(ALICE, "pay", slots={"amount": 5}).task.id
+    w = Worker(fleet.runtime([pay(ledger)], build="v1"))
+    coordination = w.runtime.stores.coordination
+    real = coordination.release_work
+    calls: list[str] = []
+
+    def flaky(task_id: str, owner: str, **kw: Any) -> None:
+        calls.append(task_id)
+        if len(calls) == 1:
+            raise StoreUnavailable("the store is away")
+        real(task_id, owner, **kw)
+
+    coordination.release_work = flaky  # type: ignore[method-assign]
+    try:
+        assert w.once() == 1  # driven; its give-back failed and is kept
+        assert api.task(ALICE, first).task.status == TaskStatus.DONE
+        second = api.start(ALICE, "pay", slots={"amount": 6}).task.id
+        stop = threading.Event()
+        w.poll = 0.01
+        thread = threading.Thread(target=w._loop, args=(stop,))
+        thread.start()
+        for _ in range(500):
+            if api.task(ALICE, second).task.status == TaskStatus.DONE:
+                break
+            stop.wait(0.01)
+        stop.set()
+        thread.join(5)
+    finally:
+        coordination.release_work = real  # type: ignore[method-assign]
+    assert api.task(ALICE, second).task.status == TaskStatus.DONE  # the loop went on
+    assert calls[:2] == [first, first]  # the failed give-back was retried first
+
+
+def test_work_this_build_may_not_run_is_given_back_for_later(url: str, ledger: Ledger) -> None:
+    fleet = Fleet(url)
+    api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
+    tid = api.start(ALICE, "pay", slots={"amount": 5}).task.id
+    w = Worker(fleet.runtime([pay(ledger)], build="v1"))
+    w.runtime.advance = lambda *a, **k: (_ for _ in ()).throw(  # type: ignore[method-assign]
+        MigrationFailed("marked for a person")
+    )
+    assert w.once() == 1 and w.once() == 0  # not claimed again at once: no hot loop
+    (item,) = api.stores.coordination.queued_work()
+    assert item.due_at >= fleet.clock() + timedelta(seconds=59) and item.task_id == tid
+
+
+def test_heartbeats_come_at_least_every_30_seconds() -> None:
+    from relaystate.presence import Presence
+
+    rt = Runtime(open_store("memory://"), [])
+    OPENED.append(rt)
+    assert Presence(rt, lease=timedelta(seconds=300)).interval == 30
+    assert Presence(rt, lease=timedelta(seconds=30)).interval == 10

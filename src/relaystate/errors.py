@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 class RelaystateError(Exception):
     """Base of every deliberate relaystate error."""
@@ -82,7 +84,18 @@ class SchemaTooNew(RelaystateError):
     """Stored state was written by a newer relaystate than this one; refuse to touch it."""
 
 
-class TaskTooNew(SchemaTooNew):
+class OtherBuild(SchemaTooNew):
+    """Another build serves this task now (it is pinned to that build's template version,
+    or an action of it is running there on a version this build does not carry): this
+    build writes nothing and leaves it to that build; a proxy may ask another process.
+    ``until``: when to try again here, if known (the running action's lease)."""
+
+    def __init__(self, message: str, *, until: datetime | None = None) -> None:
+        super().__init__(message)
+        self.until = until
+
+
+class TaskTooNew(OtherBuild):
     """A task was started or migrated by a newer build (a template version this build does
     not know): this build leaves it to that build, and writes nothing."""
 

@@ -14,6 +14,7 @@ from .model import WorkerInfo
 from .runtime import Runtime
 
 log = logging.getLogger("relaystate.presence")
+MAX_INTERVAL = 30.0
 
 
 class Presence:
@@ -31,7 +32,9 @@ class Presence:
 
     @property
     def interval(self) -> float:
-        return max(self.lease.total_seconds() / 3, 0.05)
+        """A third of the lease, and at most 30 s: `builds` calls a process silent after
+        90 s without a beat, whatever its lease."""
+        return min(max(self.lease.total_seconds() / 3, 0.05), MAX_INTERVAL)
 
     def beat(self) -> None:
         """Record a heartbeat and extend the leases this process holds: its claims on

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from .errors import MigrationFailed, VersionConflict
+from .errors import MigrationFailed, OtherBuild, VersionConflict
 from .model import OPEN_TASK_STATUSES, WorkerStatus
 from .scope import Scope
 from .store.bundle import Stores
@@ -68,11 +68,14 @@ def builds(stores: Stores, now: datetime) -> list[BuildStatus]:
 @dataclass
 class MigrationReport:
     """Counts per (type, version found): lifted, failed (with the first reason), skipped
-    (pinned to their version, or with no migration path), and tasks already current."""
+    (pinned to their version, or with no migration path), deferred (an action in flight),
+    and tasks already current."""
 
     lifted: Counter[tuple[str, int]] = field(default_factory=Counter)
     failed: Counter[tuple[str, int]] = field(default_factory=Counter)
     skipped: Counter[tuple[str, int]] = field(default_factory=Counter)
+    deferred: Counter[tuple[str, int]] = field(default_factory=Counter)
+    """An action of the task was in flight: it is lifted on its next read once settled."""
     current: int = 0
     reasons: dict[tuple[str, int], str] = field(default_factory=dict)
     dry_run: bool = False
@@ -84,6 +87,7 @@ class MigrationReport:
             + sum(self.lifted.values())
             + sum(self.failed.values())
             + sum(self.skipped.values())
+            + sum(self.deferred.values())
         )
 
 
@@ -118,6 +122,8 @@ def migrate_all(
                 report.lifted[key] += 1
             elif outcome == "current":
                 report.current += 1
+            elif outcome == "deferred":  # an action in flight: lifted once it settles
+                report.deferred[key] += 1
             else:
                 report.failed[key] += 1
                 report.reasons.setdefault(key, outcome)
@@ -136,8 +142,10 @@ def _one(
     try:
         if dry_run:
             versions.lift(state, writer.clock())
-        else:
-            writer.upgraded(state, admin)
+            return "lifted"
+        after = writer.upgraded(state, admin)
+    except OtherBuild:
+        return "deferred"
     except (MigrationFailed, VersionConflict) as exc:
         return str(exc)
-    return "lifted"
+    return "deferred" if versions.needs_lift(after.task) else "lifted"

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from .errors import MigrationFailed, TaskTooNew, TemplateError
+from .errors import MigrationFailed, OtherBuild, TaskTooNew, TemplateError
 from .machine import settle
 from .model import ActionKind, Task, TaskState
 from .templates import Migration, TaskTemplate
@@ -89,6 +89,12 @@ class TemplateVersions:
         template = versions.get(task.template_version)
         if template is not None:
             return template
+        if task.pinned:
+            raise OtherBuild(
+                f"task {task.id} is pinned to {task.type!r} version {task.template_version} "
+                f"and build {task.created_by_build!r}, which this build does not carry: it is "
+                "left to that build"
+            )
         if self.needs_lift(task):
             raise TemplateError(
                 f"task {task.id} is on {task.type!r} version {task.template_version}: lift it "
@@ -97,7 +103,6 @@ class TemplateVersions:
         raise TemplateError(
             f"task {task.id} is on {task.type!r} version {task.template_version}, which this "
             f"build neither carries nor can migrate from"
-            + (" (the task is pinned to its version)" if task.pinned else "")
         )
 
     def carries(self, task: Task) -> bool:

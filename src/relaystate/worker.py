@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from . import work
-from .errors import MigrationFailed, NotFound, TaskTooNew
+from .errors import MigrationFailed, NotFound, OtherBuild
 from .leases import lease_expired
 from .model import TaskState, WorkItem
 from .presence import Presence
@@ -30,6 +30,8 @@ log = logging.getLogger("relaystate.worker")
 ADMIN = Scope.admin("worker")
 RETRY_AFTER_ERROR = timedelta(seconds=5)
 """How long an item whose drive raised waits before it is claimed again."""
+LEFT_ALONE = timedelta(seconds=60)
+"""How long an item this build may not run (yet) waits before anyone claims it again."""
 
 
 @dataclass
@@ -69,6 +71,7 @@ class Worker:
         self.presence = Presence(runtime, role="worker", lease=lease)
         self.report = WorkerReport()
         self._lock = threading.Lock()
+        self._unreleased: list[tuple[WorkItem, datetime | None]] = []
 
     @property
     def id(self) -> str:
@@ -109,8 +112,12 @@ class Worker:
             with self._lock:
                 self.report.done += 1
             retry_at = self._next_due(state)
-        except (TaskTooNew, MigrationFailed, NotFound) as exc:
-            outcome = f"left: {exc}"  # a newer build's, marked for a person, or gone
+        except OtherBuild as exc:  # a newer build's, pinned elsewhere, or running elsewhere
+            outcome = f"left: {exc}"
+            retry_at = exc.until or rt.clock() + LEFT_ALONE
+        except (MigrationFailed, NotFound) as exc:  # marked for a person, or gone
+            outcome = f"left: {exc}"
+            retry_at = rt.clock() + LEFT_ALONE
         except Exception as exc:
             log.exception("task %s: drive failed", item.task_id)
             outcome = f"error: {type(exc).__name__}: {exc}"
@@ -118,7 +125,7 @@ class Worker:
                 self.report.errors += 1
             retry_at = rt.clock() + RETRY_AFTER_ERROR
         # (a process dying here keeps its claim: it is free once it is known gone)
-        rt.stores.coordination.release_work(item.task_id, self.id, due_at=retry_at)
+        self._give_back(item, retry_at)
         if self.on_item is not None:
             self.on_item(item, outcome)
         return outcome
@@ -150,14 +157,17 @@ class Worker:
                 loop.start()
             for loop in loops:
                 loop.join()
+            self._retry_give_backs()
         finally:
             self.presence.stop()
         return self.report
 
     def _loop(self, stop: threading.Event) -> None:
-        """One claim loop: claim, drive, give back; on stop, give back what is unstarted."""
+        """One claim loop: claim, drive, give back; on stop, give back what is unstarted.
+        A store error never ends the loop: it waits and tries again."""
         while not stop.is_set():
             try:
+                self._retry_give_backs()
                 items = self.claim()
             except Exception as exc:  # the store is away: wait and try again
                 log.warning("claiming work failed: %s", exc)
@@ -169,6 +179,22 @@ class Worker:
             while items and not stop.is_set():
                 self.work_on(items.pop(0))
             self._release(items)
+
+    def _give_back(self, item: WorkItem, due_at: datetime | None) -> None:
+        """Release a driven item; if the store refuses, keep it to release later (a claim
+        the heartbeat keeps alive would otherwise hold the task for good)."""
+        try:
+            self.runtime.stores.coordination.release_work(item.task_id, self.id, due_at=due_at)
+        except Exception as exc:
+            log.warning("giving back %s failed, will retry: %s", item.task_id, exc)
+            with self._lock:
+                self._unreleased.append((item, due_at))
+
+    def _retry_give_backs(self) -> None:
+        with self._lock:
+            pending, self._unreleased = self._unreleased, []
+        for item, due_at in pending:
+            self._give_back(item, due_at)
 
     def _release(self, items: list[WorkItem]) -> None:
         for item in items:

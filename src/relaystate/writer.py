@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from . import failpoints, work
-from .errors import MigrationFailed, NotFound, SchemaTooNew, VersionConflict
+from .errors import MigrationFailed, NotFound, OtherBuild, SchemaTooNew, VersionConflict
 from .journal import entry_for
 from .machine import settle
 from .model import SCHEMA_VERSION, ActionStatus, Message, Session, TaskState, TaskStatus, to_iso
@@ -88,8 +88,18 @@ class TaskWriter:
         else touches it. A failing migration leaves the task as it was, marked as needing
         attention with the reason (once per build), and raises MigrationFailed."""
         for _ in range(CONFLICT_ATTEMPTS):
-            if not self.versions.needs_lift(state.task) or self._busy(state):
+            if not self.versions.needs_lift(state.task):
                 return state
+            until = self._in_flight(state)
+            if until is not None:  # its holder writes the result on the old version first
+                if self.versions.carries(state.task):
+                    return state
+                raise OtherBuild(
+                    f"task {state.task.id}: an action runs on {state.task.type!r} version "
+                    f"{state.task.template_version} in another process; this build lifts the "
+                    "task once it settles",
+                    until=until,
+                )
             failed = state.task.context.get(MIGRATION_FAILED)
             if isinstance(failed, dict) and failed.get("build") == self.build:
                 raise MigrationFailed(str(failed.get("reason")))
@@ -102,17 +112,24 @@ class TaskWriter:
             reason = (
                 f"migrated {state.task.type} from version {state.task.template_version} to {to}"
             )
+            lifted.task.context.pop(MIGRATION_FAILED, None)  # an earlier build's failure
             try:
                 return self._write(state, lifted, actor="migration", reason=reason).state
             except VersionConflict:
                 state = self.load(state.task.id, scope)
         raise VersionConflict(state.task.id, state.task.version, None)
 
-    def _busy(self, state: TaskState) -> bool:
-        """An action in flight on a version this build carries: it settles on that version
-        first (its holder, maybe an older build, writes its result), then the task is lifted."""
-        running = any(a.status == ActionStatus.RUNNING for a in state.actions)
-        return running and self.versions.carries(state.task)
+    def _in_flight(self, state: TaskState) -> datetime | None:
+        """When the lease of an action running under a live lease ends (None: none is)."""
+        now = self.clock()
+        leases = [
+            a.lease_expires_at
+            for a in state.actions
+            if a.status == ActionStatus.RUNNING
+            and a.lease_expires_at is not None
+            and a.lease_expires_at > now
+        ]
+        return max(leases) if leases else None
 
     def _mark_failed(self, state: TaskState, reason: str) -> None:
         """Record why the task cannot be lifted; its data and version stay as they were."""

@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from relaystate import open_store
+from relaystate import TaskState, open_store
 
 from .. import services
 from . import evidence
@@ -52,6 +52,12 @@ def test_rolling_upgrade_under_load(nginx: str, postgres_url: str, tmp_path: Pat
         check_upgrade(up)
     for proc in up.fleet.procs:  # and the v2 processes, stopped at the end
         check_stopped(up, proc)
+
+
+def _actions(state: TaskState | None) -> object:
+    if state is None:
+        return "-"
+    return [(a.name, str(a.status), a.attempts, a.checks, a.output) for a in state.actions]
 
 
 def check_upgrade(up: Upgrade) -> None:
@@ -96,7 +102,17 @@ def check_upgrade(up: Upgrade) -> None:
     effects = evidence.effects(up.fleet.ledger)
     assert evidence.duplicates(effects) == {"keys": [], "actions": []}
     by_task = {e["task_id"]: e for e in effects}
-    assert set(by_task) == set(states), "a done Task without its effect, or an effect of none"
+    if set(by_task) != set(states):  # say what the store and the downstream hold for them
+        odd = sorted(set(by_task) ^ set(states))
+        said = [
+            f"{t}: actions {_actions(states.get(t))}"
+            f"; journal {[(e.actor, e.reason) for e in journals.get(t, [])]}"
+            f"; effects {[e for e in effects if e['task_id'] == t]}"
+            for t in odd
+        ]
+        raise AssertionError(
+            "a done Task without its effect, or an effect of none:\n" + "\n".join(said)
+        )
 
     # -- pinned refunds: their version, their build ---------------------------------------------
     refunds = [s.task for s in states.values() if s.task.type == "refund"]

@@ -172,7 +172,9 @@ def migrate(ns: argparse.Namespace) -> None:
                     scope_for(None), dry_run=ns.dry_run, on_task=lambda _t, _o: bar.advance(job)
                 )
         top = {t: tpl.version for t, tpl in rt.versions.newest.items()}
-    keys = sorted(set(report.lifted) | set(report.failed) | set(report.skipped))
+    keys = sorted(
+        set(report.lifted) | set(report.failed) | set(report.skipped) | set(report.deferred)
+    )
     rows = [
         {
             "type": t,
@@ -181,6 +183,7 @@ def migrate(ns: argparse.Namespace) -> None:
             "lifted": report.lifted[(t, v)],
             "failed": report.failed[(t, v)],
             "skipped": report.skipped[(t, v)],
+            "deferred": report.deferred[(t, v)],
             "reason": report.reasons.get((t, v)),
         }
         for t, v in keys
@@ -200,7 +203,8 @@ def migrate(ns: argparse.Namespace) -> None:
         for r in rows:
             line = (
                 f"  {r['type']} v{r['from_version']} -> v{r['to_version']}: {verb} {r['lifted']}, "
-                f"failed {r['failed']}, skipped {r['skipped']} (pinned or no migration)"
+                f"failed {r['failed']}, skipped {r['skipped']} (pinned or no migration), "
+                f"deferred {r['deferred']} (an Action in flight: lifted once it settles)"
             )
             print(line + (f"; first failure: {r['reason']}" if r["reason"] else ""))
     if report.failed:

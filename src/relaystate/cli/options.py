@@ -84,9 +84,7 @@ class Options:
             ledger=getattr(ns, "ledger", None) or env.get("RELAYSTATE_LEDGER") or None,
             app_ref=getattr(ns, "app_ref", None) or env.get("RELAYSTATE_APP") or None,
             as_json=bool(getattr(ns, "as_json", False)),
-            build=build_id(
-                getattr(ns, "build", None) or env.get("RELAYSTATE_BUILD") or default_build()
-            ),
+            build=build_id(_first_given(getattr(ns, "build", None), env.get("RELAYSTATE_BUILD"))),
             dual_write=bool(getattr(ns, "dual_write", False)),
         )
 
@@ -164,6 +162,13 @@ def build_id(text: str) -> str:
             f"digit), not {text[:80]!r}"
         )
     return text
+
+
+def _first_given(*values: str | None) -> str:
+    """The first value given (an empty one too: it is refused, not silently replaced), else
+    the package version."""
+    found = next((v for v in values if v is not None), None)
+    return default_build() if found is None else found
 
 
 def default_build() -> str:

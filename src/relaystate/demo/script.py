@@ -195,10 +195,10 @@ def _upgrade_scene(out: Console, url: str, ledger_file: Path) -> None:
         out.print(f"v1: Bob's booking waits for his yes: {v1.task(bob, task_id).task.status_text}")
     with build("v2", 2) as v2:
         state = v2.confirm(bob, task_id)  # read by v2: lifted first, then confirmed
+        due = "-" if state.task.due_at is None else f"{state.task.due_at:%H:%M:%S} UTC"
         out.print(
             f"v2: Bob says yes. Template version {state.task.template_version}, slots "
-            f"{state.task.slots}; the order waits in the queue: "
-            f"{[(w.type, w.template_version) for w in v2.stores.coordination.queued_work()]}"
+            f"{state.task.slots}; its Actions wait in the queue for a worker (due {due})"
         )
         with build("v2", 2, execute="inline") as worker_rt:
             Worker(worker_rt).once()

@@ -22,6 +22,7 @@ from ..errors import (
     InvalidSlot,
     MigrationFailed,
     NotFound,
+    OtherBuild,
     RelaystateError,
     SchemaTooNew,
     ScopeError,
@@ -54,6 +55,7 @@ _MAPPING: tuple[tuple[type[Exception], int, str], ...] = (
     (StoreUnavailable, 503, "unavailable"),
     (StoreFileError, 503, "unavailable"),
     (TaskTooNew, 503, "task_too_new"),  # a newer build serves it: a proxy tries another
+    (OtherBuild, 503, "other_build"),  # pinned to, or running in, another build
     (SchemaTooNew, 503, "unavailable"),
     (RelaystateError, 400, "bad_request"),
 )
