@@ -303,6 +303,7 @@ CALLS: dict[str, Callable[[Runtime, Any, str], Any]] = {
     "revoke_api_keys": lambda rt, s, t: rt.revoke_api_keys(s, user_id="alice"),
     "upgraded": lambda rt, s, t: rt.upgraded(s, []),
     "migrate": lambda rt, s, t: rt.migrate(s, dry_run=True),
+    "requeue": lambda rt, s, t: rt.requeue(s),
     "builds": lambda rt, s, t: rt.builds(s),
     "workers": lambda rt, s, t: rt.workers(s),
 }

@@ -357,3 +357,22 @@ def test_heartbeats_come_at_least_every_30_seconds() -> None:
     OPENED.append(rt)
     assert Presence(rt, lease=timedelta(seconds=300)).interval == 30
     assert Presence(rt, lease=timedelta(seconds=30)).interval == 10
+
+
+def test_work_stored_before_the_queue_is_queued_when_a_worker_starts(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    import sqlite3
+
+    fleet = Fleet(f"sqlite:///{tmp_path}/old.db")
+    rt = fleet.runtime([pay(ledger, plan=["flaky"])], build="v1")
+    tid = rt.start(ALICE, "pay", slots={"amount": 5}).task.id  # waits 60 s for a retry
+    db = sqlite3.connect(tmp_path / "old.db")
+    with db:
+        db.execute("DELETE FROM work")  # as a build without the queue left it
+    db.close()
+    w = Worker(fleet.runtime([pay(ledger)], build="v1"), poll=0.01)
+    assert w.runtime.requeue(ADMIN) == 1 and w.runtime.requeue(ADMIN) == 0
+    fleet.clock.advance(seconds=61)
+    assert w.once() == 1
+    assert rt.task(ALICE, tid).task.status == TaskStatus.DONE

@@ -624,6 +624,13 @@ class Runtime:
             self.stores, self._writer, self.versions, dry_run=dry_run, on_task=on_task
         )
 
+    def requeue(self, scope: Scope) -> int:
+        """Queue the work of running Tasks that have no queue row (stored by a build from
+        before the queue); a worker does this when it starts (admin)."""
+        inputs.check(scope)
+        checked(scope).require_admin("requeueing work")
+        return upgrades.requeue(self.stores, self._writer)
+
     def builds(self, scope: Scope) -> list[BuildStatus]:
         """Builds in service and the open tasks pinned to each (admin)."""
         inputs.check(scope)

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from .errors import MigrationFailed, OtherBuild, VersionConflict
-from .model import OPEN_TASK_STATUSES, WorkerStatus
+from . import work
+from .errors import MigrationFailed, OtherBuild, RelaystateError, VersionConflict
+from .model import OPEN_TASK_STATUSES, TaskStatus, WorkerStatus
 from .scope import Scope
 from .store.bundle import Stores
 from .versions import TemplateVersions
@@ -63,6 +64,31 @@ def builds(stores: Stores, now: datetime) -> list[BuildStatus]:
         if item.build is not None:
             status(item.build).queued_pinned += 1
     return sorted(found.values(), key=lambda b: b.build)
+
+
+def requeue(stores: Stores, writer: TaskWriter) -> int:
+    """Queue the automatic work of running Tasks that have no row in the queue (written by
+    a build from before the queue, or left by a failed write); returns how many."""
+    admin = Scope.admin("requeue")
+    queued = {w.task_id for w in stores.coordination.queued_work(limit=10**9)}
+    running = stores.tasks.list_tasks(admin, statuses=[TaskStatus.RUNNING], limit=10**9)
+    items = []
+    for task in running:
+        if task.id in queued:
+            continue
+        state = stores.tasks.load(task.id, admin)
+        if state is None:
+            continue
+        try:
+            due = work.due_at(state, writer.next_step(state))
+        except RelaystateError:  # another build's (too new, pinned elsewhere): its own
+            continue
+        if due is not None:
+            state.task.due_at = due
+            item = work.item_for(state)
+            if item is not None:
+                items.append(item)
+    return stores.coordination.enqueue_work(items)
 
 
 @dataclass

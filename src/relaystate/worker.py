@@ -41,6 +41,8 @@ class WorkerReport:
 
     done: int = 0
     errors: int = 0
+    requeued: int = 0
+    """Running Tasks found with no queue row when the worker started, and queued."""
     released: int = 0
     waits: list[float] = field(default_factory=list)
 
@@ -146,9 +148,14 @@ class Worker:
         return len(items)
 
     def run(self, stop: threading.Event) -> WorkerReport:
-        """Work until ``stop`` is set; then release what is left, deregister and return."""
+        """Work until ``stop`` is set; then release what is left, deregister and return.
+        First, work stored before the queue existed is queued."""
         self.presence.start()
         try:
+            try:
+                self.report.requeued = self.runtime.requeue(ADMIN)
+            except Exception as exc:  # the store is away: the queue is what it is
+                log.warning("requeueing stored work failed: %s", exc)
             loops = [
                 threading.Thread(target=self._loop, args=(stop,), name=f"relaystate-work-{i}")
                 for i in range(max(self.concurrency, 1))

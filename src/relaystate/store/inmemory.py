@@ -394,6 +394,13 @@ class InMemoryStore(Backend):
                 self._work[w.task_id] = replace(w, owner=owner, lease_until=until)
             return [self._work[w.task_id] for w in taken]
 
+    def enqueue_work(self, items: Sequence[WorkItem]) -> int:
+        with self._lock:
+            new = [w for w in items if w.task_id not in self._work]
+            for w in new:
+                self._work[w.task_id] = w
+            return len(new)
+
     def release_work(self, task_id: str, owner: str, *, due_at: datetime | None = None) -> None:
         with self._lock:
             w = self._work.get(task_id)

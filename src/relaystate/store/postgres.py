@@ -609,6 +609,24 @@ class PostgresStore(Backend, SchemaAdmin):
             rows = conn.execute(sql, args).fetchall()
         return sorted((work_item(r) for r in rows), key=lambda w: w.due_at)
 
+    def enqueue_work(self, items: Sequence[WorkItem]) -> int:
+        if not items:
+            return 0
+        rows = self._rows(
+            "INSERT INTO work (task_id, user_id, type, template_version, build, due_at)"
+            " SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[],"
+            " %s::timestamptz[]) ON CONFLICT (task_id) DO NOTHING RETURNING 1",
+            (
+                [w.task_id for w in items],
+                [w.user_id for w in items],
+                [w.type for w in items],
+                [w.template_version for w in items],
+                [w.build for w in items],
+                [w.due_at for w in items],
+            ),
+        )
+        return len(rows)
+
     def release_work(self, task_id: str, owner: str, *, due_at: datetime | None = None) -> None:
         self._rows(
             "UPDATE work SET owner = NULL, lease_until = NULL,"

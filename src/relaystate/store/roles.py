@@ -271,6 +271,11 @@ class Coordination(_Closable, ABC):
         ``runnable``. Concurrent claimers never take the same item."""
 
     @abstractmethod
+    def enqueue_work(self, items: Sequence[WorkItem]) -> int:
+        """Add rows for tasks that have none (written by a build before the queue existed);
+        a task that has a row keeps it. How many were added."""
+
+    @abstractmethod
     def release_work(self, task_id: str, owner: str, *, due_at: datetime | None = None) -> None:
         """Give an item back (if ``owner`` still holds it), due again at ``due_at`` if given."""
 

@@ -584,6 +584,19 @@ class SQLiteStore(Backend, SchemaAdmin):
             )
         return [replace(work_item(r), owner=owner, lease_until=until) for r in rows]
 
+    def enqueue_work(self, items: Sequence[WorkItem]) -> int:
+        with self._tx() as db:
+            before = db.total_changes
+            db.executemany(
+                "INSERT INTO work (task_id, user_id, type, template_version, build, due_at)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO NOTHING",
+                [
+                    (w.task_id, w.user_id, w.type, w.template_version, w.build, to_iso(w.due_at))
+                    for w in items
+                ],
+            )
+            return int(db.total_changes - before)
+
     def release_work(self, task_id: str, owner: str, *, due_at: datetime | None = None) -> None:
         with self._tx() as db:
             db.execute(

@@ -147,3 +147,17 @@ def test_heartbeats_and_the_workers_list(coordination: Coordination, bundle: Sto
     coordination.deregister_worker(w1, LATER)
     assert [w.info.id for w in coordination.workers()] == ["w2"]
     assert {w.info.id for w in coordination.workers(include_stopped=True)} == {"w1", "w2"}
+
+
+def test_rows_are_added_only_for_tasks_that_have_none(
+    coordination: Coordination, bundle: Stores
+) -> None:
+    queue(bundle, "t1", item("t1", due=5))
+    queue(bundle, "t2", None)  # a task stored with no row (a build from before the queue)
+    added = coordination.enqueue_work([item("t1", due=99), item("t2", due=7)])
+    assert added == 1
+    assert [(w.task_id, w.due_at) for w in coordination.queued_work()] == [
+        ("t1", T0 + timedelta(seconds=5)),  # kept as it was
+        ("t2", T0 + timedelta(seconds=7)),
+    ]
+    assert coordination.enqueue_work([]) == 0
