@@ -8,7 +8,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
-from .options import Options, app_parser, scope_for, store_parser
+from .options import Options, app_parser, scope_for, seconds, store_parser
 
 
 def register(commands: Any) -> None:
@@ -17,9 +17,14 @@ def register(commands: Any) -> None:
         parents=[app_parser()],
         help="Run queued Actions of this build until SIGTERM, then drain and exit.",
     )
-    p.add_argument("--lease", type=_seconds, default=30.0, help="Seconds a claim lasts (30).")
     p.add_argument(
-        "--grace", type=_seconds, default=30.0, help="Seconds to finish on SIGTERM (30)."
+        "--lease", type=seconds(0.1, 86_400), default=30.0, help="Seconds a claim lasts (30)."
+    )
+    p.add_argument(
+        "--grace",
+        type=seconds(0.1, 86_400),
+        default=30.0,
+        help="Seconds to finish on SIGTERM (30).",
     )
     p.add_argument("--batch", type=_count, default=1, help="Items one claim takes (1).")
     p.add_argument(
@@ -44,16 +49,6 @@ def register(commands: Any) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="Run the migrations, write nothing.")
     p.set_defaults(run=migrate)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"takes seconds, not {text!r}") from None
-    if not 0.1 <= value <= 86_400:
-        raise argparse.ArgumentTypeError(f"takes 0.1 to 86400 seconds, not {text}")
-    return value
 
 
 def _count(text: str) -> int:

@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -162,6 +162,21 @@ def build_id(text: str) -> str:
             f"digit), not {text[:80]!r}"
         )
     return text
+
+
+def seconds(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a number of seconds from ``low`` to ``high`` (NaN refused)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"takes seconds, not {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"takes {low:g} to {high:g} seconds, not {text}")
+        return value
+
+    return parse
 
 
 def _first_given(*values: str | None) -> str:

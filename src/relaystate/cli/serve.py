@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ..errors import InvalidInput
-from .options import Options, app_parser, scope_for, store_parser
+from .options import Options, app_parser, scope_for, seconds, store_parser
 
 DEFAULT_PORT = 8700
 DEMO_USER = "demo"
@@ -29,7 +29,7 @@ def register(commands: Any) -> None:
     p.add_argument("--rate", type=float, default=20.0, help="Requests a second per API key (20).")
     p.add_argument(
         "--grace",
-        type=_grace,
+        type=seconds(0, 3600),
         default=GRACE,
         help=f"Seconds open requests get to finish on SIGTERM ({GRACE:g}).",
     )
@@ -62,14 +62,8 @@ def register(commands: Any) -> None:
     p.set_defaults(run=list_keys)
 
 
-def _grace(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"takes seconds, not {text!r}") from None
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"takes 0 to 3600 seconds, not {text}")
-    return value
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _port(text: str) -> int:
@@ -102,10 +96,10 @@ def serve(ns: argparse.Namespace) -> None:
         presence = Presence(rt, role="api")
         presence.start()  # `relaystate builds` counts this process under its build
         # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again
-        # through the handler it found: make that one a no-op, so the process deregisters
-        # and exits 0 instead of dying by the signal.
+        # through the handler it found: that one exits cleanly (0, deregistered) instead of
+        # the process dying by the signal; so does a signal before uvicorn has started.
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: None)
+            signal.signal(sig, _exit_cleanly)
         try:
             # SIGTERM: stop accepting, finish requests in flight, exit. Open event streams
             # end with the process instead of holding a restart forever.
