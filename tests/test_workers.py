@@ -25,7 +25,7 @@ from relaystate import (
     all_required_slots,
 )
 from relaystate.demo.ledger import Ledger
-from relaystate.errors import MigrationFailed, StoreUnavailable
+from relaystate.errors import MigrationFailed, StoreUnavailable, TaskTooNew
 from relaystate.store import open_store
 from relaystate.worker import Worker
 
@@ -376,3 +376,18 @@ def test_work_stored_before_the_queue_is_queued_when_a_worker_starts(
     fleet.clock.advance(seconds=61)
     assert w.once() == 1
     assert rt.task(ALICE, tid).task.status == TaskStatus.DONE
+
+
+def test_work_a_newer_build_took_over_is_given_back_due_at_once(url: str, ledger: Ledger) -> None:
+    """Lifted meanwhile by a newer build: the row now names the new version, so only that
+    build's workers take it, and they must not wait (the handover measured 61 s once)."""
+    fleet = Fleet(url)
+    api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
+    api.start(ALICE, "pay", slots={"amount": 5})
+    w = Worker(fleet.runtime([pay(ledger)], build="v1"))
+    w.runtime.advance = lambda *a, **k: (_ for _ in ()).throw(  # type: ignore[method-assign]
+        TaskTooNew("lifted to version 2 meanwhile")
+    )
+    assert w.once() == 1
+    (item,) = api.stores.coordination.queued_work()
+    assert item.owner is None and item.due_at <= fleet.clock()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from . import work
-from .errors import MigrationFailed, NotFound, OtherBuild
+from .errors import MigrationFailed, NotFound, OtherBuild, TaskTooNew
 from .leases import lease_expired
 from .model import TaskState, WorkItem
 from .presence import Presence
@@ -114,7 +114,9 @@ class Worker:
             with self._lock:
                 self.report.done += 1
             retry_at = self._next_due(state)
-        except OtherBuild as exc:  # a newer build's, pinned elsewhere, or running elsewhere
+        except TaskTooNew as exc:  # lifted by a newer build meanwhile: its row says so now,
+            outcome = f"left: {exc}"  # so it goes to that build's workers at once
+        except OtherBuild as exc:  # pinned elsewhere, or an action running elsewhere
             outcome = f"left: {exc}"
             retry_at = exc.until or rt.clock() + LEFT_ALONE
         except (MigrationFailed, NotFound) as exc:  # marked for a person, or gone
