@@ -82,33 +82,18 @@ def check(ctx: ActionContext) -> Outcome:
 def refund_v1() -> TaskTemplate:
     """A refund: pinned, so a task runs to its end on version 1 and on the build that
     started it (its action only in that build's workers)."""
-    template = TaskTemplate(
-        REFUND,
-        version=1,
-        upgrade="pinned",
-        goal="Refund an order",
-        titles={"en": "refund"},
-        triggers={"en": ["refund", "money back"]},
-        keywords={"en": ["order"]},
-        slots=[
-            Slot(
-                "order_number",
-                pattern=r"ORD-\d{5}",
-                ask={"en": "What is the order number (like ORD-10001)?"},
-            ),
-            Slot("amount", kind="number", ask={"en": "How much should be refunded?"}),
-        ],
-        stages=stages_for("pay_refund"),
-    )
-    add_effect(template, "pay_refund", "refund")
-    return template
+    return _refund(1, [])
 
 
 def refund_v2() -> TaskTemplate:
     """Version 2 of the refund (build v2 starts new refunds on it): an optional note."""
+    return _refund(2, [Slot("note", required=False, ask={"en": "Anything to add?"})])
+
+
+def _refund(version: int, extra: list[Slot]) -> TaskTemplate:
     template = TaskTemplate(
         REFUND,
-        version=2,
+        version=version,
         upgrade="pinned",
         goal="Refund an order",
         titles={"en": "refund"},
@@ -121,7 +106,7 @@ def refund_v2() -> TaskTemplate:
                 ask={"en": "What is the order number (like ORD-10001)?"},
             ),
             Slot("amount", kind="number", ask={"en": "How much should be refunded?"}),
-            Slot("note", required=False, ask={"en": "Anything to add?"}),
+            *extra,
         ],
         stages=stages_for("pay_refund"),
     )
