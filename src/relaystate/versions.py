@@ -59,10 +59,10 @@ class TemplateVersions:
     def runnable(self) -> dict[str, list[int]]:
         """Versions of each type whose tasks this build can continue (directly or lifted)."""
         out: dict[str, list[int]] = {}
-        for type, versions in self._by_type.items():
+        for kind, versions in self._by_type.items():
             top = max(versions)
-            chain = self._chain(type)
-            out[type] = [v for v in range(1, top + 1) if v in versions or _reaches(chain, v, top)]
+            chain = self._chain(kind)
+            out[kind] = [v for v in range(1, top + 1) if v in versions or _reaches(chain, v, top)]
         return out
 
     def needs_lift(self, task: Task) -> bool:
@@ -119,7 +119,7 @@ class TemplateVersions:
         for version in range(task.template_version, target.version):
             row = _step(chain[version], row, version, task.type)
         try:
-            lifted = TaskState(Task.from_dict(row), [a for a in state.copy().actions])
+            lifted = TaskState(Task.from_dict(row), state.copy().actions)
         except (KeyError, TypeError, ValueError) as exc:
             raise MigrationFailed(
                 f"migration of {task.type!r} to version {target.version} left a task that "
@@ -129,10 +129,12 @@ class TemplateVersions:
         settle(target, lifted, now)
         return lifted
 
-    def _chain(self, type: str) -> dict[int, Migration]:
+    def _chain(self, kind: str) -> dict[int, Migration]:
+        """Every migration the versions of ``kind`` carried here declare, by version."""
+        versions = self._by_type.get(kind, {})
         chain: dict[int, Migration] = {}
-        for version in sorted(self._by_type.get(type, {})):
-            chain.update(self._by_type[type][version].migrations)
+        for version in sorted(versions):
+            chain.update(versions[version].migrations)
         return chain
 
 
@@ -140,14 +142,14 @@ def _reaches(chain: Mapping[int, Migration], start: int, top: int) -> bool:
     return all(v in chain for v in range(start, top))
 
 
-def _step(fn: Migration, row: dict[str, Any], version: int, type: str) -> dict[str, Any]:
-    where = f"migration of {type!r} from version {version}"
+def _step(fn: Migration, row: dict[str, Any], version: int, kind: str) -> dict[str, Any]:
+    where = f"migration of {kind!r} from version {version}"
     try:
         out = fn(copy.deepcopy(row))
     except Exception as exc:
-        raise MigrationFailed(f"{where} raised {type_name(exc)}: {exc}") from None
+        raise MigrationFailed(f"{where} raised {type(exc).__name__}: {exc}") from None
     if not isinstance(out, dict):
-        raise MigrationFailed(f"{where} returned {type_name(out)}, not the task's dict")
+        raise MigrationFailed(f"{where} returned {type(out).__name__}, not the task's dict")
     for key in FIXED:
         if out.get(key) != row.get(key):
             raise MigrationFailed(f"{where} changed {key!r}, which a migration may not change")
@@ -171,7 +173,3 @@ def _check_fits(state: TaskState, template: TaskTemplate) -> None:
         )
         if name not in template.actions:
             raise MigrationFailed(f"{where}: recorded action {action.name!r} is not declared")
-
-
-def type_name(value: object) -> str:
-    return type(value).__name__

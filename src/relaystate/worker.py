@@ -206,13 +206,11 @@ class Worker:
             self._give_back(item, due_at)
 
     def _release(self, items: list[WorkItem]) -> None:
+        """Give back claimed items never started (the worker is stopping)."""
         for item in items:
-            try:
-                self.runtime.stores.coordination.release_work(item.task_id, self.id)
-                with self._lock:
-                    self.report.released += 1
-            except Exception as exc:
-                log.warning("releasing %s failed: %s", item.task_id, exc)
+            self._give_back(item, None)
+            with self._lock:
+                self.report.released += 1
 
 
 def run_until_signalled(worker: Worker, *, grace: float = 30.0) -> tuple[WorkerReport, bool]:
