@@ -280,6 +280,8 @@ def run_layers(ix, q, qvec, m):
         base = base * np.where(ix.spk == named[0], 1.0 + m["spk_all"], 1.0)
     if m.get("spk_list") and len(named) == 1 and LIST_Q.search(q):
         base = base * np.where(ix.spk == named[0], 1.0 + m["spk_list"], 1.0)
+    if m.get("return_scores"):
+        return base
     order = np.argsort(-base, kind="stable")
     return [ix.turns[int(i)].dia_id for i in order]
 

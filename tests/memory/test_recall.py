@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import pytest
 
@@ -113,6 +114,53 @@ def test_filters_and_plain_namespaces_search_items_as_they_are(memory: LongTermM
     plain.add(ME, "notes", [MemoryItem("n1", "u1", "notes", "Oscar is a beagle")])
     assert plain.build_layers(ME, "notes") == 0  # no sessions: nothing to derive
     assert [h.ranks for h in plain.search(ME, "notes", "beagle")] == [{"keyword": 1}]
+
+
+TRIPS = [
+    ("1", "Jon", "Just got back from Rome, the pasta was unreal."),
+    ("1", "Gina", "Jealous! Did you see the Colosseum?"),
+    ("1", "Jon", "Twice. Next up is the dance studio opening."),
+    ("2", "Gina", "My store had its best week ever."),
+    ("2", "Jon", "Chicago was windy but the jazz clubs were great."),
+    ("2", "Gina", "You should visit my old city one day, it is tiny."),
+    ("2", "Jon", "Deal, after the studio opens."),
+]
+
+
+def test_a_category_asked_for_finds_its_members(
+    memory: LongTermMemory, wordnet: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    items = [
+        MemoryItem(
+            f"T{n}",
+            "u1",
+            "trips",
+            f"{who}: {text}",
+            datetime(2023, int(s), 1, tzinfo=UTC),
+            None,
+            None,
+            {"session": s, "speaker": who},
+        )
+        for n, (s, who, text) in enumerate(TRIPS, start=1)
+    ]
+    memory.add(ME, "trips", items)
+    memory.embed_pending(ME, "trips")
+    memory.build_layers(ME, "trips")
+    question = "Which cities has Jon visited?"
+    hits = memory.search(ME, "trips", question, k=7)
+    ranks = {h.item.id: h.ranks for h in hits}
+    # Rome and Chicago share no word with the question: the category found them
+    assert "category" in ranks["T1"] and "keyword" not in ranks["T1"]
+    assert "category" in ranks["T5"]
+    assert all("category" not in r for i, r in ranks.items() if i not in ("T1", "T5"))
+    with_wordnet = [h.item.id for h in hits]
+    monkeypatch.setenv("RELAYSTATE_WORDNET", str(tmp_path / "switched-off"))
+    without = [h.item.id for h in memory.search(ME, "trips", question, k=7)]
+    # Rome: no keyword finds it, vectors (if any) rank it low
+    assert with_wordnet.index("T1") < (without.index("T1") if "T1" in without else 7)
+    assert with_wordnet.index("T5") <= without.index("T5")  # Chicago: its window found it too
+    books = memory.search(ME, "trips", "What books has Jon read?", k=7)
+    assert all("category" not in h.ranks for h in books)  # no book is named
 
 
 @pytest.mark.parametrize(

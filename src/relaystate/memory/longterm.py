@@ -211,6 +211,8 @@ class LongTermMemory:
         import numpy as np
 
         from . import recall
+        from .answer_kind import members_mentioned
+        from .lexicon import Lexicon
 
         conv = self._conversation(user, namespace)
         if conv is None:
@@ -225,11 +227,13 @@ class LongTermMemory:
                 ("voices", namespace + recall.VOICE),
             )
         }
+        members = members_mentioned(query, conv.forms, Lexicon.find(), conv.speakers)
         lists = recall.Lists(
             found["turns"],
             found["windows"],
             [i.removeprefix("session:") for i in found["sessions"]],
             found["voices"],
+            [i for i, _ in self.memories.search_words(user, namespace, members, k=recall.DEPTH)],
         )
         query_vector = None
         if vectors and self.embedder is not None and conv.vectors is not None:

@@ -21,7 +21,9 @@ A query then fuses, by weighted reciprocal rank: the turns' keyword list (2), th
 Three multipliers follow what the question says: a speaker it names (x1.25 on that
 speaker's turns, the name left out of the keyword query), a date it names (x2 on turns of
 sessions of that date, the date words left out), and a "when" question (x1.3 on turns that
-carry a time word). Weights are round numbers set before measuring, and every choice of
+carry a time word). A category the question asks for ("Which cities ...") adds one more
+keyword list, the conversation's words WordNet files under it (weight 1; see
+:mod:`.answer_kind`). Weights are round numbers set before measuring, and every choice of
 them in a 48-setting grid scores within 0.79-0.82: the gain is in the layers, not in the constants.
 """
 
@@ -36,6 +38,7 @@ from datetime import date, datetime
 import numpy as np
 
 from ..model import MemoryItem
+from .answer_kind import word_forms
 from .terms import query_terms
 
 WINDOW = "~window"
@@ -46,6 +49,8 @@ RRF_K = 60
 WEIGHTS = {"turns": 2.0, "windows": 1.0, "vectors": 1.0, "context": 1.0}
 SESSION_WEIGHTS = {"words": 1.0, "centroid": 1.0}
 SPEAKER_BOOST = 0.25
+CATEGORY_WEIGHT = 1.0
+"""The keyword list of the words filed under the category a question asks for."""
 DATE_BOOST = 1.0
 TIME_BOOST = 0.3
 DEPTH = 200
@@ -134,6 +139,7 @@ class Conversation:
     is_time: np.ndarray
     voice_of: np.ndarray
     voices: dict[str, int]
+    forms: dict[str, frozenset[str]]
     vectors: np.ndarray | None = None
     context: np.ndarray | None = None
     centroids: np.ndarray | None = None
@@ -163,6 +169,7 @@ class Conversation:
                 [voices[voice_id(session_key(i), speaker(i))] for i in ordered], dtype=np.int64
             ),
             voices=voices,
+            forms=word_forms(i.text for i in ordered),
         )
 
     def with_vectors(self, found: dict[str, np.ndarray]) -> Conversation:
@@ -290,6 +297,8 @@ class Lists:
     windows: list[str]
     sessions: list[str]
     voices: list[str] = dataclasses.field(default_factory=list)
+    members: list[str] = dataclasses.field(default_factory=list)
+    """Turns naming a member of the category the question asks for (Rome for "cities")."""
 
 
 def plan(question: str, conv: Conversation) -> tuple[list[str], str | None, DateAsked | None]:
@@ -312,11 +321,13 @@ def rank(
     k: int,
 ) -> list[tuple[str, float, dict[str, int]]]:
     """The ``k`` best turns with their score and their rank in each list that found them
-    ("keyword" for its own words, "window", "session", "voice", "vector", "context").
+    ("keyword" for its own words, "window", "category", "session", "voice", "vector",
+    "context").
     Vectorised over the turns: only the ``k`` returned are looked at one by one."""
     total = np.zeros(len(conv.ids))
     keyword = _credit(total, conv, lists.turns, WEIGHTS["turns"])
     window = _credit(total, conv, lists.windows, WEIGHTS["windows"])
+    category = _credit(total, conv, lists.members, CATEGORY_WEIGHT)
     session_score = np.zeros(len(conv.sessions))
     index = {s: i for i, s in enumerate(conv.sessions)}
     session_rank = {index[key]: r for r, key in enumerate(lists.sessions, start=1) if key in index}
@@ -359,6 +370,7 @@ def rank(
             for name, r in (
                 ("keyword", keyword.get(turn)),
                 ("window", window.get(turn)),
+                ("category", category.get(turn)),
                 ("session", session_rank.get(int(conv.session_of[turn]))),
                 ("voice", voice_rank.get(int(conv.voice_of[turn]))),
             )
