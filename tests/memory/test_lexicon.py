@@ -78,7 +78,9 @@ def test_an_absent_or_switched_off_wordnet_is_none(
 ) -> None:
     monkeypatch.setenv("RELAYSTATE_WORDNET", str(tmp_path / "none-here"))
     assert Lexicon.find() is None
-    assert members_mentioned("Which cities has Jon visited?", word_forms(["Rome"]), None) == []
+    assert (
+        members_mentioned("Which cities has Jon visited?", lambda: word_forms(["Rome"]), None) == []
+    )
 
 
 @pytest.mark.parametrize(
@@ -101,11 +103,18 @@ def test_the_kind_a_question_asks_for(question: str, kinds: list[str]) -> None:
 def test_members_are_the_conversation_words_under_the_category(tiny: Lexicon) -> None:
     forms = word_forms(["Jon: We loved Rome!", "Gina: Paris was rainy", "Jon: two cities, nice"])
     assert forms["city"] == frozenset({"cities"}) and forms["rome"] == frozenset({"rome"})
-    found = members_mentioned("Which cities has Jon visited?", forms, tiny, ["jon", "gina"])
+    asked: list[str] = []
+
+    def words() -> dict[str, frozenset[str]]:
+        asked.append("forms")
+        return forms
+
+    found = members_mentioned("Which cities has Jon visited?", words, tiny, ["jon", "gina"])
     assert found == ["paris", "rome"]
-    assert members_mentioned("Which books has Jon read?", forms, tiny) == []
+    assert members_mentioned("Which books has Jon read?", words, tiny) == []
+    assert asked == ["forms"]  # the conversation's words only for a category WordNet knows
     # a speaker named like a member is who speaks, not a place the question is after
-    assert members_mentioned("Which cities has Paris seen?", forms, tiny, ["paris"]) == ["rome"]
+    assert members_mentioned("Which cities has Paris seen?", words, tiny, ["paris"]) == ["rome"]
 
 
 def test_debians_wordnet_knows_the_categories_people_ask_about(wordnet: Lexicon) -> None:

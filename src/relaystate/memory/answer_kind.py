@@ -14,7 +14,7 @@ with the hash embedder and -0.03 MRR, a signal that depends on what else is fuse
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from .lexicon import NOUN_ENDINGS, Lexicon
 
@@ -60,25 +60,27 @@ def kinds_asked(question: str) -> list[str]:
 
 def members_mentioned(
     question: str,
-    forms: dict[str, frozenset[str]],
+    forms: Callable[[], dict[str, frozenset[str]]],
     lexicon: Lexicon | None,
     speakers: Sequence[str] = (),
 ) -> list[str]:
-    """The conversation's words that WordNet files under the category a question asks
-    for (sorted; empty when it asks for none, or WordNet is absent)."""
+    """The conversation's words (``forms()``, asked only when a category is found) that
+    WordNet files under the category a question asks for (sorted; empty when it asks for
+    none, or WordNet is absent)."""
     if lexicon is None:
         return []
     for kind in kinds_asked(question):
         lemma = lexicon.lemma(kind)
-        if lemma is None:
+        members = lexicon.members(lemma) if lemma is not None else None
+        if not members:
             continue
-        members = lexicon.members(lemma)
+        words = forms()
         found: set[str] = set()
-        for member in members or ():
+        for member in members:
             parts = member.split()
             if len(parts) == 1:
-                found |= forms.get(member, frozenset())
-            elif all(p in forms for p in parts):
+                found |= words.get(member, frozenset())
+            elif all(p in words for p in parts):
                 found.add(member)
         found -= {s.casefold() for s in speakers}
         if found:

@@ -139,10 +139,19 @@ class Conversation:
     is_time: np.ndarray
     voice_of: np.ndarray
     voices: dict[str, int]
-    forms: dict[str, frozenset[str]]
+    texts: list[str]
     vectors: np.ndarray | None = None
     context: np.ndarray | None = None
     centroids: np.ndarray | None = None
+    _forms: dict[str, frozenset[str]] | None = dataclasses.field(default=None, repr=False)
+
+    def forms(self) -> dict[str, frozenset[str]]:
+        """The conversation's words by lemma (:func:`.answer_kind.word_forms`), made on the
+        first question that asks for a category: ~40 ms at 10,000 turns, which a
+        conversation rebuilt after every turn should not pay for every other question."""
+        if self._forms is None:
+            self._forms = word_forms(self.texts)
+        return self._forms
 
     @classmethod
     def of(cls, items: Sequence[MemoryItem]) -> Conversation:
@@ -169,7 +178,7 @@ class Conversation:
                 [voices[voice_id(session_key(i), speaker(i))] for i in ordered], dtype=np.int64
             ),
             voices=voices,
-            forms=word_forms(i.text for i in ordered),
+            texts=[i.text for i in ordered],
         )
 
     def with_vectors(self, found: dict[str, np.ndarray]) -> Conversation:
