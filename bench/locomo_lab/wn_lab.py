@@ -235,6 +235,13 @@ DM.update({
     "rec_np_wn_e5w": {"np": 0.5, "np_list": 1, "wn": 1, "wn_w": 1.0, "senses": 1, "e5w": 1.0},
 })
 
+WN1 = {"wn": 1, "wn_w": 1.0, "senses": 1}
+DM.update({
+    "rec_wn_e5w": {"np": 0.0, **WN1, "e5w": 1.0},
+    "rec_wn_exp10": {"np": 0.0, **WN1, "exp": 10, "exp_w": 0.5},
+    "rec_wn_exp10_e5w": {"np": 0.0, **WN1, "exp": 10, "exp_w": 0.5, "e5w": 1.0},
+})
+
 
 if __name__ == "__main__":
     main()
