@@ -121,6 +121,26 @@ class ScopeError(RelaystateError):
     """A call was made without the scope it needs (a user where admin is required)."""
 
 
+class RepeatedRequest(RelaystateError):
+    """Another request with the same key committed its turn first (a client retried while
+    the first was still running); nothing of this one was written: read that turn back."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"a turn with request key {key!r} is already committed")
+
+
+class RequestKeyReused(RelaystateError):
+    """A request key already answered a different request (other words, another session):
+    a key names one request, so it cannot be used again for another. HTTP 409: the request
+    itself is valid, it conflicts with what the key already names (the IETF draft on
+    Idempotency-Key suggests 422; here 422 means a request that could never succeed)."""
+
+    def __init__(self, key: str, why: str) -> None:
+        self.key = key
+        super().__init__(f"request key {key!r} was used for {why}; use a new key")
+
+
 class InvalidInput(RelaystateError, ValueError):
     """An argument from outside that the runtime refuses before anything is read or written:
     ``field`` names it ("text", "session_id", "slots['amount']"), ``problem`` says what is

@@ -100,6 +100,20 @@ def text(value: object, field: str, *, limit: int | None = None) -> str:
     return value
 
 
+REQUEST_KEY = re.compile(r"[\x21-\x7e]{1,255}")
+"""A client's request key: 1-255 visible ASCII characters (a UUID, a ULID, "turn-42")."""
+
+
+def request_key(value: object) -> str:
+    """``value`` if it is a usable request key (HTTP ``Idempotency-Key``); else InvalidInput."""
+    if not isinstance(value, str) or not REQUEST_KEY.fullmatch(value):
+        raise InvalidInput(
+            "request_key",
+            "must be 1-255 visible ASCII characters (no spaces), such as a UUID",
+        )
+    return value
+
+
 def _unicode(value: str, field: str) -> None:
     nul = value.find("\x00")
     if nul >= 0:

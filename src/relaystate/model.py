@@ -323,6 +323,10 @@ class Message:
     task_id: str | None = None
     created_at: datetime = field(default_factory=utcnow)
     id: int | None = None
+    request_key: str | None = None
+    """The client's key for the request that said this (HTTP ``Idempotency-Key``): a user's
+    words are stored once per key, so a retried request is answered, not redone. Stored
+    beside the message, never shown with it."""
 
     def to_dict(self) -> dict[str, JSON]:
         return {
@@ -345,6 +349,7 @@ class Message:
             text=d["text"],
             task_id=d.get("task_id"),
             created_at=_req_iso(d["created_at"]),
+            request_key=d.get("request_key"),
         )
 
 

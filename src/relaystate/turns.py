@@ -77,6 +77,8 @@ class PendingTurn:
         self.open_here = sorted(open_here, key=lambda s: s.task.updated_at, reverse=True)
         """The session's open tasks, most recently changed first."""
         self._fresh = fresh
+        self.request_key: str | None = None
+        """The client's key for this request: stored with the user's words, in the commit."""
         self.stored_language: str | None = None
         """The language the session was last in (None for a new session)."""
         self._as_read = session.to_dict()
@@ -151,7 +153,9 @@ class PendingTurn:
         if task_id is not None:
             self.remember(task_id)
         user = self.session.user_id
-        said = Message(self.session.id, user, "user", self.text, task_id, now)
+        said = Message(
+            self.session.id, user, "user", self.text, task_id, now, request_key=self.request_key
+        )
         replies: list[Message] = []
         noted: list[bool] = [False]
 

@@ -328,3 +328,35 @@ def test_unknown_paths_and_methods_answer_json(api: Api) -> None:
 def test_the_dashboard_is_served_at_the_root(api: Api) -> None:
     page = api.client.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+
+
+def test_the_header_replays_and_refuses(api: Api) -> None:
+    path = "/v1/sessions/s-key/messages"
+    key = {"Idempotency-Key": "3f6c2a9e-9d41-4a58-8d1e-6b1f0c8a7e21"}
+    first = api.call("alice", "POST", path, json={"text": BOOK}, headers=key)
+    assert first.status_code == 200 and "idempotent-replayed" not in first.headers
+    again = api.call("alice", "POST", path, json={"text": BOOK}, headers=key)
+    assert again.status_code == 200 and again.headers["idempotent-replayed"] == "true"
+    assert again.json()["turn"]["reply"] == first.json()["turn"]["reply"]
+    assert again.json()["turn"]["task"]["id"] == first.json()["turn"]["task"]["id"]
+    messages = api.ok("alice", "GET", path)["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert all("request_key" not in m for m in messages)  # stored, never shown
+
+    other = api.call("alice", "POST", path, json={"text": "cancel"}, headers=key)
+    assert "other words" in error(other, 409, "idempotency_key_reused")
+    elsewhere = api.call(
+        "alice", "POST", "/v1/sessions/s-2/messages", json={"text": BOOK}, headers=key
+    )
+    error(elsewhere, 409, "idempotency_key_reused")
+    for bad in ("", "two words", "x" * 256):
+        answer = api.call(
+            "alice", "POST", path, json={"text": BOOK}, headers={"Idempotency-Key": bad}
+        )
+        assert answer.status_code == 422, (bad, answer.text)
+        assert answer.json()["error"]["code"] in ("invalid_input", "invalid_request"), answer.text
+    bobs = api.call(
+        "bob", "POST", "/v1/sessions/s-bob/messages", json={"text": BOOK}, headers=key
+    )  # a key is its user's: bob's same key is his own request
+    assert bobs.status_code == 200 and "idempotent-replayed" not in bobs.headers
+    assert len(api.ok("alice", "GET", path)["messages"]) == 2

@@ -18,6 +18,12 @@ def register(commands: Any) -> None:
     p.add_argument("text", metavar="TEXT", help="What the user says.")
     _talk_args(p)
     p.add_argument("--task", dest="task_id", help="Aim the turn at this Task explicitly.")
+    p.add_argument(
+        "--key",
+        dest="request_key",
+        help="A key for this request (a UUID): run again with the same key, the turn is"
+        " answered from what it committed, not done twice.",
+    )
     p.set_defaults(run=say)
 
     p = commands.add_parser(
@@ -58,7 +64,14 @@ def say(ns: argparse.Namespace) -> None:
     scope = Scope.user(ns.user)
     conversation = _conversation(opts)
     with conversation.runtime:
-        turn = conversation.handle(scope, ns.text, ns.session, language=ns.lang, task_id=ns.task_id)
+        turn = conversation.handle(
+            scope,
+            ns.text,
+            ns.session,
+            language=ns.lang,
+            task_id=ns.task_id,
+            request_key=ns.request_key,
+        )
     if opts.as_json:
         opts.emit(turn.to_dict())
     else:

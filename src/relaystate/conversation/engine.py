@@ -17,12 +17,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .. import inputs
+from .. import failpoints, inputs
 from ..edits import Cancel, Confirm, Edit, Fill, Resume, Start
 from ..errors import (
     ConfirmationChanged,
     InvalidInput,
     InvalidSlot,
+    RepeatedRequest,
     SessionConflict,
     TaskLocked,
     TemplateError,
@@ -40,6 +41,7 @@ from . import questions, replies, routing
 from .clock import today
 from .extract import Extraction, extract
 from .intents import CONTROL, control_word, detect_language, is_no, is_yes
+from .replay import replayed
 from .text import fold
 
 
@@ -56,6 +58,8 @@ class Turn:
     """Why the message went to this Task (or to none): the routing evidence, for people."""
     messages: list[Message] = field(default_factory=list)
     """The user's words and the reply as committed (numbered): what memory records."""
+    replayed: bool = False
+    """Answered from the turn its request key already committed (nothing done again)."""
 
     def to_dict(self) -> dict[str, Any]:
         return turn_view(
@@ -94,23 +98,41 @@ class Conversation:
         *,
         language: str | None = None,
         task_id: str | None = None,
+        request_key: str | None = None,
     ) -> Turn:
         """One turn of the scope's user: read, decide, commit; the Turn says what happened.
 
         A turn that loses the race for its session to another turn (SessionConflict: nothing
-        of it was written) is read and decided again, on what the other turn left."""
+        of it was written) is read and decided again, on what the other turn left. With a
+        ``request_key``, a turn that key already committed is answered, not done again
+        (:mod:`.replay`), also when the first request is still running: the two race for
+        the key, one commits, the other reads that turn back."""
         scope = checked(scope)
         text = inputs.text(text, "text", limit=self.runtime.max_text).strip()
         if not text:
             raise InvalidInput("text", "is empty: there is nothing to say")
+        key = inputs.request_key(request_key) if request_key is not None else None
         for attempt in itertools.count(1):
+            if key is not None:
+                again = replayed(self.runtime, scope, key, text, session_id)
+                if again is not None:
+                    return Turn(
+                        again.session_id,
+                        again.reply,
+                        again.language,
+                        again.state,
+                        why="replayed: this request key's turn is already committed",
+                        messages=again.messages,
+                        replayed=True,
+                    )
             pending = self.runtime.begin_turn(scope, session_id, text, language=language)
+            pending.request_key = key
             lang = language or _language(text, pending.stored_language)
             pending.session.language = lang
             turn = _Turn(self, pending, lang)
             try:
                 result = turn.route(task_id)
-            except SessionConflict:
+            except (SessionConflict, RepeatedRequest):
                 if attempt >= SESSION_ATTEMPTS:
                     raise
                 time.sleep(random.random() * 0.005 * min(attempt, 10))
@@ -124,6 +146,7 @@ class Conversation:
                 turn.why,
                 result.messages,
             )
+            failpoints.hit("after_turn", result.state.task.type if result.state else None)
             if self.memory is not None:
                 self.memory.record(scope, done)
             return done

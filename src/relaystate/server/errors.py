@@ -24,6 +24,8 @@ from ..errors import (
     NotFound,
     OtherBuild,
     RelaystateError,
+    RepeatedRequest,
+    RequestKeyReused,
     SchemaTooNew,
     ScopeError,
     SessionConflict,
@@ -47,6 +49,8 @@ _MAPPING: tuple[tuple[type[Exception], int, str], ...] = (
     (TaskLocked, 409, "task_locked"),
     (MigrationFailed, 409, "migration_failed"),
     (DuplicateKey, 409, "duplicate_key"),
+    (RepeatedRequest, 409, "repeated_request"),
+    (RequestKeyReused, 409, "idempotency_key_reused"),  # a valid request, a taken key
     (HistoryCompacted, 410, "history_compacted"),
     (InvalidInput, 422, "invalid_input"),
     (InvalidSlot, 422, "invalid_slot"),

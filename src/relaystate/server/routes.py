@@ -8,12 +8,12 @@ import time
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from ..errors import NotFound
-from ..inputs import DEFAULT_MAX_TEXT, ID_PATTERN, MAX_ID, TEXT_PATTERN
+from ..inputs import DEFAULT_MAX_TEXT, ID_PATTERN, MAX_ID, REQUEST_KEY, TEXT_PATTERN
 from ..memory.recorder import CONVERSATION
 from ..model import OPEN_TASK_STATUSES, ApiKey, TaskStatus
 from ..scope import Scope
@@ -209,13 +209,41 @@ def get_messages(
     )
 
 
+RequestKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        pattern=f"^{REQUEST_KEY.pattern}$",
+        description="Your key for this request (a UUID): a retry with the same key and body is"
+        " answered from the turn the first one committed (response header"
+        " `Idempotent-Replayed: true`), never done twice. The same key with another text or"
+        " session is refused (409 `idempotency_key_reused`).",
+    ),
+]
+
+
 @router.post("/sessions/{session_id}/messages", response_model=TurnOut, responses=BY_ID | WRITES)
-def say(request: Request, who: Who, session_id: Id, body: Say) -> TurnOut:
+def say(
+    request: Request,
+    response: Response,
+    who: Who,
+    session_id: Id,
+    body: Say,
+    idempotency_key: RequestKey = None,
+) -> TurnOut:
     state = server(request)
     started = time.perf_counter()
     turn = state.conversation.handle(
-        who.acts, body.text, session_id, language=body.language, task_id=body.task_id
+        who.acts,
+        body.text,
+        session_id,
+        language=body.language,
+        task_id=body.task_id,
+        request_key=idempotency_key,
     )
+    if turn.replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+        return TurnOut(turn=turn.to_dict())
     state.embed_later(who.acts, CONVERSATION, layers=False)
     state.metrics.turns.inc()
     state.metrics.turn_latency.observe(time.perf_counter() - started)

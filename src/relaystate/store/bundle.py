@@ -80,6 +80,10 @@ class Stores:
         if session is not None or messages:
             self.sessions.write(session, messages)
 
+    def said(self, user_id: str, request_key: str) -> list[Message]:
+        """The turn a request key committed: the user's words and the replies (or [])."""
+        return self.sessions.said(user_id, request_key)
+
     def read_turn(self, session_id: str, scope: Scope) -> tuple[Session | None, list[TaskState]]:
         """A session and its open tasks, in one read where one database holds both (with a
         cache in front, the database's copy is the truth and one round trip beats two)."""

@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from ..errors import DuplicateKey, NotFound, SessionConflict, VersionConflict
+from ..errors import DuplicateKey, NotFound, RepeatedRequest, SessionConflict, VersionConflict
 from ..model import (
     OPEN_ACTION_STATUSES,
     Action,
@@ -30,7 +30,7 @@ from ..model import (
     to_iso,
 )
 from ..scope import Scope
-from .roles import ONE_READ_TURN, Backend, Commit
+from .roles import ONE_READ_TURN, TURN_READ, Backend, Commit, one_turn
 from .sqlite_memory import Read, SQLiteMemories, Tx, private_database
 from .sqlite_working import SQLiteWorkingMemory
 
@@ -50,6 +50,8 @@ class InMemoryStore(Backend):
         self._baselines: dict[str, Row] = {}
         self._sessions: dict[str, Row] = {}
         self._messages: dict[str, list[Row]] = {}
+        self._said: dict[tuple[str, str], tuple[str, int]] = {}
+        """(user, request key) -> (session, message number) of the words said with it."""
         self._workers: dict[str, tuple[WorkerInfo, datetime | None]] = {}
         self._beats: dict[str, tuple[str, datetime]] = {}
         self._work: dict[str, WorkItem] = {}
@@ -97,6 +99,7 @@ class InMemoryStore(Backend):
                     raise DuplicateKey(f"idempotency key {action.idempotency_key} is taken")
             if commit.session is not None:
                 self._check_session(commit.session)
+            self._check_keys(commit.messages)
             self._tasks[task.id] = clone(commit.task_row())
             rows = self._actions.setdefault(task.id, {})
             for action in commit.actions:
@@ -240,13 +243,35 @@ class InMemoryStore(Backend):
         for message in messages:
             rows = self._messages.setdefault(message.session_id, [])
             message.id = (_int(rows[-1]["id"]) if rows else 0) + 1
-            rows.append(message.to_dict())
+            rows.append({**message.to_dict(), "request_key": message.request_key})
+            if message.request_key is not None:
+                self._said[(message.user_id, message.request_key)] = (
+                    message.session_id,
+                    message.id,
+                )
+
+    def _check_keys(self, messages: Sequence[Message]) -> None:
+        for message in messages:
+            if message.request_key is not None and (
+                (message.user_id, message.request_key) in self._said
+            ):
+                raise RepeatedRequest(message.request_key)
 
     def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
         with self._lock:
             if session is not None:
                 self._check_session(session)
+            self._check_keys(messages)
             self._write(session, messages)
+
+    def said(self, user_id: str, request_key: str) -> list[Message]:
+        with self._lock:
+            found = self._said.get((user_id, request_key))
+            if found is None:
+                return []
+            session_id, number = found
+            rows = [r for r in self._messages[session_id] if _int(r["id"]) >= number]
+            return one_turn([Message.from_dict(r) for r in rows[:TURN_READ]])
 
     def get_session(self, session_id: str, scope: Scope) -> Session | None:
         with self._lock:

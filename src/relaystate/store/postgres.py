@@ -33,6 +33,7 @@ from psycopg.types.json import Jsonb
 from ..errors import (
     DuplicateKey,
     NotFound,
+    RepeatedRequest,
     SessionConflict,
     StoreUnavailable,
     StoreURLError,
@@ -60,7 +61,16 @@ from . import schema
 from .pg_connections import Conn, Connections
 from .pg_memory import PostgresMemories
 from .pg_working import PostgresWorkingMemory
-from .roles import DURABLE, ONE_READ_TURN, SHARED, Backend, Commit, SchemaAdmin
+from .roles import (
+    DURABLE,
+    ONE_READ_TURN,
+    SHARED,
+    TURN_READ,
+    Backend,
+    Commit,
+    SchemaAdmin,
+    one_turn,
+)
 from .work_rows import WORK_COLUMNS, claimable, work_item
 from .work_rows import worker_status as _worker_status
 
@@ -162,7 +172,7 @@ class PostgresStore(Backend, SchemaAdmin):
                 params["work_due"] = commit.work.due_at
         if commit.messages:
             parts.append(_messages_cte("WHERE EXISTS (SELECT FROM t)"))
-            params["messages"] = Jsonb([m.to_dict() for m in commit.messages])
+            params["messages"] = _messages_json(commit.messages)
         sql = (
             "WITH "
             + ",\n".join(parts)
@@ -173,7 +183,7 @@ class PostgresStore(Backend, SchemaAdmin):
         try:
             row = self._write(sql, params)
         except pg_errors.UniqueViolation as exc:
-            raise self._unique_violation(exc, commit.task.id, session) from None
+            raise self._unique_violation(exc, commit.task.id, session, commit.messages) from None
         except pg_errors.DivisionByZero:
             assert session is not None
             raise SessionConflict(session.id, session.version) from None
@@ -202,9 +212,15 @@ class PostgresStore(Backend, SchemaAdmin):
 
     @staticmethod
     def _unique_violation(
-        exc: pg_errors.UniqueViolation, task_id: str | None, session: Session | None
+        exc: pg_errors.UniqueViolation,
+        task_id: str | None,
+        session: Session | None,
+        messages: Sequence[Message] = (),
     ) -> Exception:
         constraint = exc.diag.constraint_name
+        if constraint == "messages_request_key":
+            keys = [m.request_key for m in messages if m.request_key is not None]
+            return RepeatedRequest(keys[0] if keys else "")
         if constraint in ("actions_idempotency_key", "actions_task_seq"):
             return DuplicateKey(f"task {task_id}: an idempotency key or seq of an action is taken")
         if constraint == "sessions_pkey" and session is not None:
@@ -449,14 +465,14 @@ class PostgresStore(Backend, SchemaAdmin):
             gate = ", 1 / (SELECT count(*) FROM s)::integer"  # see _SESSION_GATE
         if messages:
             parts.append(_messages_cte(""))
-            params["messages"] = Jsonb([m.to_dict() for m in messages])
+            params["messages"] = _messages_json(messages)
         sql = (
             "WITH " + ",\n".join(parts) + "\nSELECT 1, " + (_NEW_IDS if messages else "NULL") + gate
         )
         try:
             row = self._write(sql, params)
         except pg_errors.UniqueViolation as exc:
-            raise self._unique_violation(exc, None, session) from None
+            raise self._unique_violation(exc, None, session, messages) from None
         except pg_errors.DivisionByZero:
             assert session is not None
             raise SessionConflict(session.id, session.version) from None
@@ -473,10 +489,7 @@ class PostgresStore(Backend, SchemaAdmin):
     def messages(
         self, session_id: str, scope: Scope, *, limit: int = 50, before: int | None = None
     ) -> list[Message]:
-        sql = (
-            "SELECT id, session_id, user_id, role, text, task_id, created_at FROM messages"
-            " WHERE session_id = %s"
-        )
+        sql = f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = %s"
         args: list[object] = [session_id]
         if not scope.is_admin:
             sql += " AND user_id = %s"
@@ -485,18 +498,17 @@ class PostgresStore(Backend, SchemaAdmin):
             sql += " AND id < %s"
             args.append(before)
         rows = self._rows(sql + " ORDER BY id DESC LIMIT %s", [*args, max(limit, 0)])
-        return [
-            Message(
-                id=int(r[0]),
-                session_id=r[1],
-                user_id=r[2],
-                role=r[3],
-                text=r[4],
-                task_id=r[5],
-                created_at=r[6].astimezone(UTC),
-            )
-            for r in reversed(rows)
-        ]
+        return [_message(r) for r in reversed(rows)]
+
+    def said(self, user_id: str, request_key: str) -> list[Message]:
+        rows = self._rows(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages m WHERE m.session_id ="
+            " (SELECT session_id FROM messages WHERE user_id = %(u)s AND request_key = %(k)s)"
+            " AND m.id >= (SELECT id FROM messages WHERE user_id = %(u)s AND request_key = %(k)s)"
+            " ORDER BY m.id LIMIT %(n)s",
+            {"u": user_id, "k": request_key, "n": TURN_READ},
+        )
+        return one_turn([_message(r) for r in rows])
 
     # -- workers ---------------------------------------------------------------------
     def register_worker(self, worker: WorkerInfo) -> None:
@@ -785,7 +797,7 @@ def _messages_cte(gate: str) -> str:
     return f"""mb AS (
     SELECT d->>'session_id' AS session_id, d->>'user_id' AS user_id, d->>'role' AS role,
         d->>'text' AS text, d->>'task_id' AS task_id,
-        (d->>'created_at')::timestamptz AS created_at, n
+        (d->>'created_at')::timestamptz AS created_at, d->>'request_key' AS request_key, n
     FROM jsonb_array_elements(%(messages)s::jsonb) WITH ORDINALITY AS m (d, n)
     {gate}
 ),
@@ -796,11 +808,11 @@ mc AS (
     RETURNING session_id, last_id
 ),
 mi AS (
-    INSERT INTO messages (session_id, id, user_id, role, text, task_id, created_at)
+    INSERT INTO messages (session_id, id, user_id, role, text, task_id, created_at, request_key)
     SELECT mb.session_id,
         mc.last_id - count(*) OVER (PARTITION BY mb.session_id)
             + row_number() OVER (PARTITION BY mb.session_id ORDER BY mb.n),
-        mb.user_id, mb.role, mb.text, mb.task_id, mb.created_at
+        mb.user_id, mb.role, mb.text, mb.task_id, mb.created_at, mb.request_key
     FROM mb JOIN mc USING (session_id)
     RETURNING session_id, id
 )"""
@@ -848,3 +860,24 @@ class _Schema:
 
 
 _READ_VERSION = "SELECT value FROM meta WHERE key = 'schema_version'"
+
+
+_MESSAGE_COLUMNS = "id, session_id, user_id, role, text, task_id, created_at, request_key"
+
+
+def _message(row: Sequence[Any]) -> Message:
+    return Message(
+        id=int(row[0]),
+        session_id=row[1],
+        user_id=row[2],
+        role=row[3],
+        text=row[4],
+        task_id=row[5],
+        created_at=row[6].astimezone(UTC),
+        request_key=row[7],
+    )
+
+
+def _messages_json(messages: Sequence[Message]) -> Jsonb:
+    """Messages as the statements' JSON batch (with the request key, which views leave out)."""
+    return Jsonb([{**m.to_dict(), "request_key": m.request_key} for m in messages])

@@ -344,6 +344,10 @@ class RedisSessionCache(SessionStore):
             ],
         )
 
+    def said(self, user_id: str, request_key: str) -> list[Message]:
+        """From the durable store: a retried request is rare, and its answer must be exact."""
+        return self.durable.said(user_id, request_key)
+
     # -- reads: Redis first, the durable store on a miss (and refill) --------------------
     def get_session(self, session_id: str, scope: Scope) -> Session | None:
         key = self._keys(session_id)[0]

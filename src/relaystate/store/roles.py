@@ -199,6 +199,26 @@ class SessionStore(_Closable, ABC):
         """Told after a task commit wrote this session and these messages durably: a cache
         copies them; a durable store has nothing left to do."""
 
+    @abstractmethod
+    def said(self, user_id: str, request_key: str) -> list[Message]:
+        """The user's words stored with ``request_key`` and the replies that followed them
+        (up to the user's next words), oldest first; [] when no turn was committed with it.
+        Writing a second message with a key the user already used raises RepeatedRequest."""
+
+
+def one_turn(messages: Sequence[Message]) -> list[Message]:
+    """The first message (the user's words) and those after it up to the user's next."""
+    turn = list(messages[:1])
+    for message in messages[1:]:
+        if message.role == "user":
+            break
+        turn.append(message)
+    return turn
+
+
+TURN_READ = 16
+"""Messages read after a turn's words to find its replies (a turn writes one or two)."""
+
 
 class Coordination(_Closable, ABC):
     """Who works on what: recovery claims and the workers that hold leases."""

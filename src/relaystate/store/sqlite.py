@@ -19,7 +19,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import DuplicateKey, NotFound, SessionConflict, VersionConflict
+from ..errors import DuplicateKey, NotFound, RepeatedRequest, SessionConflict, VersionConflict
 from ..model import (
     OPEN_TASK_STATUSES,
     Action,
@@ -39,7 +39,7 @@ from ..model import (
 )
 from ..scope import Scope
 from . import schema
-from .roles import DURABLE, SHARED, Backend, Commit, SchemaAdmin
+from .roles import DURABLE, SHARED, TURN_READ, Backend, Commit, SchemaAdmin, one_turn
 from .sqlite_files import check_tables, finish, rollback, translated
 from .sqlite_memory import SQLiteMemories
 from .sqlite_working import SQLiteWorkingMemory
@@ -461,21 +461,44 @@ class SQLiteStore(Backend, SchemaAdmin):
     def _append(db: sqlite3.Connection, messages: Iterable[Message]) -> None:
         # One b-tree keyed by (session, number): appending touches one page, not two.
         for m in messages:
-            row = db.execute(
-                "INSERT INTO messages (session_id, id, user_id, role, text, task_id, created_at)"
-                " SELECT ?1, COALESCE(MAX(id), 0) + 1, ?2, ?3, ?4, ?5, ?6 FROM messages"
-                " WHERE session_id = ?1 RETURNING id",
-                (m.session_id, m.user_id, m.role, m.text, m.task_id, to_iso(m.created_at)),
-            ).fetchone()
+            try:
+                row = db.execute(
+                    "INSERT INTO messages (session_id, id, user_id, role, text, task_id,"
+                    " created_at, request_key)"
+                    " SELECT ?1, COALESCE(MAX(id), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7 FROM messages"
+                    " WHERE session_id = ?1 RETURNING id",
+                    (
+                        m.session_id,
+                        m.user_id,
+                        m.role,
+                        m.text,
+                        m.task_id,
+                        to_iso(m.created_at),
+                        m.request_key,
+                    ),
+                ).fetchone()
+            except sqlite3.IntegrityError:  # the only unique key a new message can hit
+                raise RepeatedRequest(str(m.request_key)) from None
             m.id = int(row[0])
+
+    def said(self, user_id: str, request_key: str) -> list[Message]:
+        found = self._read(
+            "SELECT session_id, id FROM messages WHERE user_id = ? AND request_key = ?",
+            (user_id, request_key),
+        )
+        if not found:
+            return []
+        rows = self._read(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND id >= ?"
+            " ORDER BY id LIMIT ?",
+            (found[0][0], found[0][1], TURN_READ),
+        )
+        return one_turn([_message(r) for r in rows])
 
     def messages(
         self, session_id: str, scope: Scope, *, limit: int = 50, before: int | None = None
     ) -> list[Message]:
-        sql = (
-            "SELECT id, session_id, user_id, role, text, task_id, created_at FROM messages"
-            " WHERE session_id = ?"
-        )
+        sql = f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ?"
         args: list[object] = [session_id]
         if not scope.is_admin:
             sql += " AND user_id = ?"
@@ -484,8 +507,7 @@ class SQLiteStore(Backend, SchemaAdmin):
             sql += " AND id < ?"
             args.append(before)
         rows = self._read(sql + " ORDER BY id DESC LIMIT ?", [*args, max(limit, 0)])
-        keys = ("id", "session_id", "user_id", "role", "text", "task_id", "created_at")
-        return [Message.from_dict(dict(zip(keys, r, strict=True))) for r in reversed(rows)]
+        return [_message(r) for r in reversed(rows)]
 
     # -- workers ---------------------------------------------------------------------
     def register_worker(self, worker: WorkerInfo) -> None:
@@ -768,3 +790,10 @@ def _statements(script: str) -> Iterator[str]:
 def _has_code(sql: str) -> bool:
     lines = (line.split("--", 1)[0] for line in sql.splitlines())
     return bool("".join(lines).strip(" \t;"))
+
+
+_MESSAGE_COLUMNS = "id, session_id, user_id, role, text, task_id, created_at, request_key"
+
+
+def _message(row: Sequence[object]) -> Message:
+    return Message.from_dict(dict(zip(_MESSAGE_COLUMNS.split(", "), row, strict=True)))
