@@ -560,3 +560,57 @@ def test_operators_panel_shows_builds_and_workers_to_an_admin_key_only(tmp_path:
             server.proc.kill()
             server.proc.wait()
     print(f"operators test: {time.monotonic() - started:.1f} s; screenshots in {shots}")
+
+
+def test_a_turn_whose_answer_is_lost_is_sent_again_with_its_key(server: Server) -> None:
+    """The first answer to a turn is cut off after the server committed it (the browser
+    sees a reset connection): the page sends the turn again with the same Idempotency-Key and
+    shows the one reply the server committed; the session holds the words once."""
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import Route, expect, sync_playwright
+    except ImportError as exc:
+        _unavailable(f"playwright is not installed: {exc}")
+    key = json.loads(server.cli("users", "create", "alice", "--json", "--store", server.store))
+    server.start()
+    sent: list[str] = []
+
+    def lose_the_first_answer(route: Route) -> None:
+        if route.request.method != "POST":
+            route.continue_()
+            return
+        sent.append(route.request.headers.get("idempotency-key", ""))
+        if len(sent) == 1:
+            route.fetch()  # the server gets the turn and commits it ...
+            route.abort("connectionreset")  # ... and its answer never arrives
+        else:
+            route.continue_()
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(WAIT_MS)
+            expect.set_options(timeout=WAIT_MS)
+            page.route(re.compile(r"/v1/sessions/[^/]+/messages$"), lose_the_first_answer)
+            page.goto(server.url + "/")
+            page.fill("#key-input", key["api_key"])
+            page.click("#sign-in")
+            expect(page.locator("#user-id")).to_have_text("alice")
+            page.fill("#chat-input", "book a flight from Beijing to Shanghai")
+            page.click("#chat-send")
+            expect(page.locator("#chat-log .msg-assistant")).to_have_count(1)
+            expect(page.locator("#chat-log .msg-assistant").last).to_contain_text("date")
+            expect(page.locator("#chat-log .msg-error")).to_have_count(0)
+            session_id = page.locator("#session-id").inner_text()
+        finally:
+            browser.close()
+    assert len(sent) == 2 and sent[0] == sent[1] and len(sent[0]) == 32, sent
+    request = urllib.request.Request(
+        f"{server.url}/v1/sessions/{session_id}/messages",
+        headers={"Authorization": f"Bearer {key['api_key']}"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        messages = json.loads(answer.read())["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"], messages

@@ -59,8 +59,8 @@ class ApiError extends Error {
   }
 }
 
-async function api(method, path, body, key = state.key) {
-  const headers = { Accept: "application/json", Authorization: `Bearer ${key}` };
+async function api(method, path, body, key = state.key, extra = {}) {
+  const headers = { Accept: "application/json", Authorization: `Bearer ${key}`, ...extra };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
@@ -87,6 +87,28 @@ async function api(method, path, body, key = state.key) {
     );
   }
   return data;
+}
+
+// A turn goes with its own Idempotency-Key and is sent again, with the same key, when its
+// answer is lost on the way (no answer, or 503 while the server restarts): the server answers
+// the retry from the turn it committed, so a turn is never done twice.
+function requestKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16)); // also on plain http (no randomUUID)
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function sendTurn(text) {
+  const path = `/v1/sessions/${encodeURIComponent(state.sessionId)}/messages`;
+  const headers = { "Idempotency-Key": requestKey() };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await api("POST", path, { text }, state.key, headers);
+    } catch (err) {
+      const lost = err instanceof ApiError && (err.status === 0 || err.status === 503);
+      if (!lost || attempt >= 4) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 400 * attempt));
+    }
+  }
 }
 
 function errorText(err) {
@@ -250,11 +272,7 @@ async function sendMessage(text) {
       const created = await api("POST", "/v1/sessions", {});
       setSession(created.session.id);
     }
-    const { turn } = await api(
-      "POST",
-      `/v1/sessions/${encodeURIComponent(state.sessionId)}/messages`,
-      { text },
-    );
+    const { turn } = await sendTurn(text);
     addMessage("assistant", turn.reply, turn.task && turn.task.id);
     input.value = "";
     await loadTasks();
