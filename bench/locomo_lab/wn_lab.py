@@ -174,7 +174,8 @@ def expand(ix, q, m):
 
 
 def run(ix, q, qvec, m):
-    keys = ("wn", "wn_w", "senses", "depth", "max", "mode", "wn_mult")
+    keys = ("wn", "wn_w", "senses", "depth", "max", "mode", "wn_mult", "prf", "prf_k", "prf_b",
+            "prf_kw")
     base = decomp.run_layers(ix, q, qvec, {**{k: v for k, v in m.items() if k not in keys},
                                            "return_scores": True})
     ex = expand(ix, q, m) if m.get("wn") else []
@@ -188,6 +189,16 @@ def run(ix, q, qvec, m):
             if len(named) == 1:
                 add = add * np.where(ix.spk == named[0], 1.0 + decomp.REC["spk"], 1.0)
             base = base + add
+    if m.get("prf"):
+        top = np.argsort(-base, kind="stable")[: m.get("prf_k", 3)]
+        q2 = qvec + m.get("prf_b", 0.5) * ix.V[top].mean(axis=0)
+        q2 = q2 / np.linalg.norm(q2)
+        add = rrf(ranks(ix.V @ q2, np.ones(ix.n, bool)), m["prf"])
+        if m.get("prf_kw"):
+            named, _ = decomp.analyse(ix, q)
+            if len(named) == 1:
+                add = add * np.where(ix.spk == named[0], 1.0 + decomp.REC["spk"], 1.0)
+        base = base + add
     order = np.argsort(-base, kind="stable")
     return [ix.turns[int(i)].dia_id for i in order]
 
@@ -241,6 +252,12 @@ DM.update({
     "rec_wn_exp10": {"np": 0.0, **WN1, "exp": 10, "exp_w": 0.5},
     "rec_wn_exp10_e5w": {"np": 0.0, **WN1, "exp": 10, "exp_w": 0.5, "e5w": 1.0},
 })
+
+for k_ in (3, 5, 10):
+    for b_ in (0.5, 1.0, 2.0):
+        for w_ in (1.0, 2.0):
+            DM[f"wn_prf{w_}_k{k_}_b{b_}"] = {"np": 0.0, **WN1, "prf": w_, "prf_k": k_, "prf_b": b_,
+                                            "prf_kw": 1}
 
 
 if __name__ == "__main__":
