@@ -139,3 +139,32 @@ def test_the_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert "journal v2 by migration: migrated flight_booking from version 1 to 2" in proc.stdout
     assert "order ORD-00002: 1 request(s), 1 effect(s)" in proc.stdout
     assert "v1 leaves it alone" in proc.stdout
+
+
+def test_tasks_unpin_releases_a_pinned_task(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/pins.db"
+    pinned = templates(tmp_path / "ledger.db")
+    for t in pinned:
+        t.upgrade = "pinned"
+    with Runtime(open_store(url), pinned, build="old") as rt:
+        tid = rt.start(Scope.user("alice"), "flight_booking", slots={"origin": "Beijing"}).task.id
+    missing = cli("tasks", "unpin", tid, "--store", url, cwd=tmp_path)
+    assert missing.returncode == 2 and "--reason" in missing.stderr
+    unknown = cli("tasks", "unpin", "nope", "--reason", "x", "--store", url, cwd=tmp_path)
+    assert unknown.returncode == 2 and unknown.stderr.startswith("error:"), unknown.stderr
+    done = as_json(
+        cli(
+            "tasks",
+            "unpin",
+            tid,
+            "--reason",
+            "old build retired",
+            "--store",
+            url,
+            "--json",
+            cwd=tmp_path,
+        )
+    )
+    assert done["id"] == tid and done["pinned"] is False
+    history = cli("tasks", "history", tid, "--store", url, cwd=tmp_path)
+    assert "unpinned from build 'old'" in history.stdout, history.stdout

@@ -18,7 +18,14 @@ from relaystate import (
     TaskTemplate,
     all_required_slots,
 )
-from relaystate.errors import MigrationFailed, OtherBuild, TaskTooNew, TemplateError
+from relaystate.errors import (
+    MigrationFailed,
+    OtherBuild,
+    ScopeError,
+    TaskLocked,
+    TaskTooNew,
+    TemplateError,
+)
 from relaystate.store import open_store
 
 from .support import Clock
@@ -184,6 +191,52 @@ def test_a_pinned_task_whose_version_is_gone_is_refused_clearly(url: str) -> Non
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Gus"}).task.id
     with pytest.raises(OtherBuild, match="pinned"):  # 503 over HTTP: a proxy asks v1
         v2.fill(ALICE, tid, {"city": "Oslo"})
+
+
+def test_an_operator_unpins_a_task_whose_build_is_gone(url: str) -> None:
+    v1, v2 = runtimes(url, ("v1", [trip(1, upgrade="pinned")]), ("v2", [trip(2)]))
+    tid = v1.start(ALICE, "trip", slots={"passenger_name": "Ida Holm"}).task.id
+    with pytest.raises(ScopeError):  # an operator's decision, not a user's
+        v2.unpin(ALICE, tid, reason="v1 is gone")
+    state = v2.unpin(ADMIN, tid, reason="build v1 retired for good")
+    assert not state.task.pinned and state.task.template_version == 2  # lifted at once
+    assert state.task.slots == {"first_name": "Ida", "last_name": "Holm"}
+    _, entries = v2.history(ADMIN, tid)
+    assert [(e.actor, e.reason) for e in entries][-2:] == [
+        ("admin:test", "unpinned from build 'v1' by admin:test: build v1 retired for good"),
+        ("migration", "migrated trip from version 1 to 2"),
+    ]
+    assert v2.replay(ADMIN, tid, 1).task.pinned  # the journal keeps the pin it had
+    done = v2.fill(ALICE, tid, {"city": "Oslo"})
+    assert done.task.status == TaskStatus.DONE and done.actions[0].status == "success"
+    again = v2.unpin(ADMIN, tid, reason="twice")  # nothing pinned: nothing written
+    assert again.task.version == done.task.version
+
+
+def test_unpinning_waits_for_an_action_running_in_its_build(url: str) -> None:
+    import threading
+
+    gate, inside = threading.Event(), threading.Event()
+    slow = trip(1, upgrade="pinned")
+    del slow.actions["book"]
+
+    @slow.action(name="book", side_effect=True, idempotent=True)
+    def book(ctx: ActionContext) -> Any:
+        inside.set()
+        gate.wait(10)
+        return {"booked": dict(ctx.slots)}
+
+    v1, v2 = runtimes(url, ("v1", [slow]), ("v2", [trip(2)]))
+    tid = v1.start(ALICE, "trip", slots={"passenger_name": "Jo Kim"}).task.id
+    worker = threading.Thread(target=lambda: v1.fill(ALICE, tid, {"city": "Oslo"}))
+    worker.start()
+    assert inside.wait(10)
+    with pytest.raises(TaskLocked, match="alive"):  # its build is not gone: it is running it
+        v2.unpin(ADMIN, tid, reason="too early")
+    gate.set()
+    worker.join(10)
+    state = v2.unpin(ADMIN, tid, reason="now")
+    assert not state.task.pinned and state.task.status == TaskStatus.DONE
 
 
 def test_dual_write_lifts_nothing_and_starts_on_the_old_version(url: str) -> None:

@@ -409,6 +409,14 @@ class Runtime:
         checked(scope).require_admin("resolving an action")
         return self.apply(scope, Resolve(task_id, seq, succeeded, output)).state
 
+    def unpin(self, scope: Scope, task_id: str, *, reason: str) -> TaskState:
+        """An operator lets any build continue a pinned task whose build is gone for good
+        (journaled with ``reason``); this build then lifts it as it would an ``auto`` one."""
+        inputs.check(scope, task_id=task_id, text=reason, max_text=self.max_text)
+        scope = checked(scope)
+        scope.require_admin("unpinning a task")
+        return self._writer.unpin(task_id, scope, by=scope.actor, why=reason)
+
     def advance(self, scope: Scope, task_id: str) -> TaskState:
         """Run what the machine says until the task waits for someone or something."""
         inputs.check(scope, task_id=task_id)

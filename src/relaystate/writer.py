@@ -18,7 +18,14 @@ from datetime import datetime
 from typing import Any
 
 from . import failpoints, work
-from .errors import MigrationFailed, NotFound, OtherBuild, SchemaTooNew, VersionConflict
+from .errors import (
+    MigrationFailed,
+    NotFound,
+    OtherBuild,
+    SchemaTooNew,
+    TaskLocked,
+    VersionConflict,
+)
 from .journal import entry_for
 from .machine import settle
 from .model import SCHEMA_VERSION, ActionStatus, Message, Session, TaskState, TaskStatus, to_iso
@@ -143,6 +150,33 @@ class TaskWriter:
             self._commit(
                 state, draft, None, actor="migration", reason=f"migration failed: {reason}"
             )
+
+    def unpin(self, task_id: str, scope: Scope, *, by: str, why: str) -> TaskState:
+        """Let any build continue a pinned task (an operator's call when its build is gone
+        for good): the pin is lifted in one journaled commit, its queued work goes to any
+        build, and this build then lifts it to the version it runs, as any ``auto`` task.
+        Refused while one of its actions runs under a live lease (its build is not gone)."""
+        for _ in range(CONFLICT_ATTEMPTS):
+            state = self.load(task_id, scope)
+            if not state.task.pinned:
+                return self.upgraded(state, scope)
+            until = self._in_flight(state)
+            if until is not None:
+                raise TaskLocked(
+                    f"an action of task {task_id} runs in build {state.task.created_by_build!r}"
+                    f" until {until.isoformat()}: that build is alive; unpin once it settles",
+                    code="running",
+                )
+            draft = state.copy()
+            draft.task.pinned = False
+            draft.task.updated_at = self.clock()
+            reason = f"unpinned from build {state.task.created_by_build!r} by {by}: {why}"
+            try:
+                self._commit(state, draft, None, actor=by, reason=reason)
+            except VersionConflict:
+                continue
+            return self.upgraded(draft, scope)
+        raise VersionConflict(task_id, state.task.version)
 
     # -- writing -------------------------------------------------------------------------
     def create(

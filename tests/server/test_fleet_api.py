@@ -57,3 +57,21 @@ def test_a_task_of_a_newer_template_version_is_left_to_a_newer_build(api: Api) -
     assert "newer build" in error(answer, 503, "task_too_new")
     assert answer.headers["Retry-After"]
     assert api.ok("alice", "GET", f"/v1/tasks/{tid}/history") == before
+
+
+def test_an_operator_unpins_a_task_left_by_a_retired_build(api: Api) -> None:
+    pinned = [copy.copy(t) for t in api.rt.templates.values()]
+    for t in pinned:
+        t.upgrade = "pinned"
+    old = Runtime(api.rt.stores, pinned, build="old")  # the same version, another build
+    tid = old.start(ALICE, "flight_booking", slots={"origin": "Beijing"}).task.id
+    assert api.ok("ops", "GET", "/v1/builds")["builds"][-1]["pinned_open_tasks"] == 1
+    path = f"/v1/tasks/{tid}/unpin"
+    error(api.call("alice", "POST", path, json={"reason": "mine"}), 403, "forbidden")
+    error(api.call("ops", "POST", path, json={"reason": ""}), 422, "invalid_input")
+    error(api.call("ops", "POST", "/v1/tasks/nope/unpin", json={"reason": "x"}), 404, "not_found")
+    task = api.ok("ops", "POST", path, json={"reason": "build old retired"})["task"]
+    assert task["id"] == tid and task["pinned"] is False
+    last = api.ok("ops", "GET", f"/v1/tasks/{tid}/history")["entries"][-1]
+    assert last["reason"] == "unpinned from build 'old' by admin:ops: build old retired"
+    assert all(b["pinned_open_tasks"] == 0 for b in api.ok("ops", "GET", "/v1/builds")["builds"])

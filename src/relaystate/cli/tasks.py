@@ -1,4 +1,5 @@
-"""``relaystate tasks list|show|history|resume|resolve``: inspect, resume and settle Tasks.
+"""``relaystate tasks list|show|history|resume|resolve|unpin``: inspect, resume and settle
+Tasks, and release a pinned one whose build is gone.
 
 Without ``--user`` the operator acts with admin scope (``tasks list`` always names a user).
 """
@@ -45,6 +46,15 @@ def register(commands: Any) -> None:
     outcome.add_argument("--succeeded", dest="succeeded", action="store_true")
     outcome.add_argument("--failed", dest="succeeded", action="store_false")
     p.set_defaults(run=resolve)
+
+    p = sub.add_parser(
+        "unpin",
+        parents=[app_parser()],
+        help="Let any build continue a pinned Task whose build is gone for good.",
+    )
+    p.add_argument("task_id", metavar="TASK_ID")
+    p.add_argument("--reason", required=True, help="Why (kept in the Task's journal).")
+    p.set_defaults(run=unpin)
 
 
 def _task_args(p: argparse.ArgumentParser) -> None:
@@ -175,11 +185,24 @@ def resume(ns: argparse.Namespace) -> None:
 
 def resolve(ns: argparse.Namespace) -> None:
     """Settle an Action that needs attention, after checking the downstream by hand."""
-    from ..views import state_view
-
     opts = Options.parse(ns)
     with opts.runtime(create=False) as rt:
         state = rt.resolve(scope_for(None), ns.task_id, ns.seq, succeeded=ns.succeeded)
+    _emit(opts, state)
+
+
+def unpin(ns: argparse.Namespace) -> None:
+    """Release a pinned Task to every build; this build lifts it to its version."""
+    opts = Options.parse(ns)
+    with opts.runtime(create=False) as rt:
+        state = rt.unpin(scope_for(None), ns.task_id, reason=ns.reason)
+    _emit(opts, state)
+
+
+def _emit(opts: Options, state: Any) -> None:
+    """The Task an operator's command left: as JSON, or as the Task panel."""
+    from ..views import state_view
+
     if opts.as_json:
         opts.emit(state_view(state))
         return

@@ -124,6 +124,18 @@ class Resolution(_Body):
     output: Any = None
 
 
+class Unpinning(_Body):
+    reason: Annotated[
+        StrictStr,
+        Field(
+            min_length=1,
+            max_length=DEFAULT_MAX_TEXT,
+            pattern=TEXT_PATTERN,
+            description="Why (kept in the Task's journal)",
+        ),
+    ]
+
+
 class Me(BaseModel):
     user_id: str
     admin: bool
@@ -329,4 +341,12 @@ def resolve(request: Request, who: Who, action_id: Id, body: Resolution) -> Task
         succeeded=body.outcome == "success",
         output=body.output,
     )
+    return TaskOut(task=state_view(state))
+
+
+@router.post("/tasks/{task_id}/unpin", response_model=TaskOut, responses=BY_ID | WRITES | OPERATORS)
+def unpin(request: Request, who: Who, task_id: Id, body: Unpinning) -> TaskOut:
+    """An operator lets any build continue a pinned Task whose build is gone for good; the
+    serving build lifts it to the version it runs."""
+    state = server(request).runtime.unpin(who.reads, task_id, reason=body.reason)
     return TaskOut(task=state_view(state))
