@@ -3,6 +3,7 @@ pinned tasks, failures that leave a task as it was, dual-write, and ``migrate`` 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -74,6 +75,21 @@ def trip(version: int, *, upgrade: str = "auto", fail: bool = False) -> TaskTemp
             return task
 
     return t
+
+
+def slow_trip(upgrade: str = "auto") -> tuple[TaskTemplate, threading.Event, threading.Event]:
+    """Trip version 1 whose booking waits for ``gate`` (``inside`` says it started)."""
+    gate, inside = threading.Event(), threading.Event()
+    slow = trip(1, upgrade=upgrade)
+    del slow.actions["book"]  # the same action, slow
+
+    @slow.action(name="book", side_effect=True, idempotent=True)
+    def book(ctx: ActionContext) -> Any:
+        inside.set()
+        gate.wait(10)
+        return {"booked": dict(ctx.slots)}
+
+    return slow, gate, inside
 
 
 @pytest.fixture
@@ -214,18 +230,7 @@ def test_an_operator_unpins_a_task_whose_build_is_gone(url: str) -> None:
 
 
 def test_unpinning_waits_for_an_action_running_in_its_build(url: str) -> None:
-    import threading
-
-    gate, inside = threading.Event(), threading.Event()
-    slow = trip(1, upgrade="pinned")
-    del slow.actions["book"]
-
-    @slow.action(name="book", side_effect=True, idempotent=True)
-    def book(ctx: ActionContext) -> Any:
-        inside.set()
-        gate.wait(10)
-        return {"booked": dict(ctx.slots)}
-
+    slow, gate, inside = slow_trip(upgrade="pinned")
     v1, v2 = runtimes(url, ("v1", [slow]), ("v2", [trip(2)]))
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Jo Kim"}).task.id
     worker = threading.Thread(target=lambda: v1.fill(ALICE, tid, {"city": "Oslo"}))
@@ -287,18 +292,7 @@ def test_templates_refuse_bad_versions_and_migrations() -> None:
 def test_an_action_running_in_an_older_build_settles_there_before_the_lift(url: str) -> None:
     """A newer build that does not carry the task's version neither lifts it nor writes
     while the older build's action runs (that build must still record its result)."""
-    import threading
-
-    gate, inside = threading.Event(), threading.Event()
-    slow = trip(1)
-    del slow.actions["book"]  # the same action, slow
-
-    @slow.action(name="book", side_effect=True, idempotent=True)
-    def book(ctx: ActionContext) -> Any:
-        inside.set()
-        gate.wait(10)
-        return {"booked": dict(ctx.slots)}
-
+    slow, gate, inside = slow_trip()
     v1, v2 = runtimes(url, ("v1", [slow]), ("v2", [trip(2)]))
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Lu Ma"}).task.id
     result: dict[str, Any] = {}
