@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..store.sqlite_files import check_path, check_tables, rollback, translated
+from ..store.sqlite_files import check_path, check_tables, connect, rollback, translated
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS requests (
@@ -52,7 +52,7 @@ class Ledger:
                     db.close()
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(str(self.path), timeout=60, isolation_level=None)
+        db = connect(self.path, timeout=60, isolation_level=None)
         db.execute("PRAGMA synchronous = FULL")
         return db
 

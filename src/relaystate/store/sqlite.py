@@ -40,7 +40,7 @@ from ..model import (
 from ..scope import Scope
 from . import schema
 from .roles import DURABLE, SHARED, TURN_READ, Backend, Commit, SchemaAdmin, one_turn
-from .sqlite_files import check_tables, finish, rollback, translated
+from .sqlite_files import check_tables, connect, finish, rollback, translated
 from .sqlite_memory import SQLiteMemories
 from .sqlite_working import SQLiteWorkingMemory
 from .work_rows import WORK_COLUMNS, claimable, work_item
@@ -86,9 +86,7 @@ class SQLiteStore(Backend, SchemaAdmin):
         if self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            str(self.path), isolation_level=None, check_same_thread=False, timeout=60
-        )
+        self._db = connect(self.path, isolation_level=None, check_same_thread=False, timeout=60)
         self._db.execute("PRAGMA busy_timeout = 60000")
         try:
             check_tables(self._db, self.path)  # another application's file: before any write

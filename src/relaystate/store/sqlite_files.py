@@ -17,6 +17,8 @@ import errno
 import os
 import sqlite3
 import stat
+import threading
+from collections import Counter
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
@@ -31,7 +33,15 @@ from ..errors import (
     StoreUnavailable,
 )
 
-__all__ = ["check_path", "check_tables", "finish", "rollback", "translate", "translated"]
+__all__ = [
+    "check_path",
+    "check_tables",
+    "connect",
+    "finish",
+    "rollback",
+    "translate",
+    "translated",
+]
 
 MAGIC = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file."""
@@ -39,6 +49,63 @@ _SIDE_FILES = {"-wal": "write-ahead log", "-shm": "shared-memory index", "-journ
 _WHAT = {"store": "a relaystate database", "ledger": "a relaystate demo ledger"}
 _READONLY_DBMOVED = sqlite3.SQLITE_READONLY | (4 << 8)
 """SQLITE_READONLY_DBMOVED: the file was renamed or deleted while it was open."""
+
+
+# -- connections this process has open -----------------------------------------------------
+# SQLite locks a database file with POSIX advisory locks, which belong to the process, and
+# closing *any* descriptor of the file drops them all (fcntl(2)): a connection of another
+# thread would lose its SHARED lock while it still works. In WAL mode that lock is what
+# tells another process's closing connection that it is not the last one; without it, that
+# process checkpoints and deletes the -wal and -shm files under the open connection, whose
+# next COMMIT "succeeds" into the deleted log and is lost (and the connections of this
+# process share the stale wal-index: I/O errors, damaged pages). SQLite never closes a
+# descriptor of a file it has locked; neither may relaystate: while this process has a
+# connection open on a file (:func:`connect` counts them), :func:`check_path` does not open
+# that file to read its header (the open connection shows SQLite accepted it), and a header
+# read and a new connection never overlap.
+_HELD_LOCK = threading.Lock()
+_HELD: Counter[str] = Counter()
+"""Real path -> SQLite connections this process has open on it (through :func:`connect`)."""
+
+
+def _held_key(path: str | os.PathLike[str]) -> str:
+    return os.path.realpath(os.fspath(path))
+
+
+def _release(key: str) -> None:
+    with _HELD_LOCK:
+        _HELD[key] -= 1
+        if _HELD[key] <= 0:
+            del _HELD[key]
+
+
+class _HeldConnection(sqlite3.Connection):
+    """A connection counted in ``_HELD`` until it is closed."""
+
+    _held_key: str | None = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            key, self._held_key = self._held_key, None
+            if key is not None:
+                _release(key)
+
+
+def connect(path: str | os.PathLike[str], **kwargs: object) -> sqlite3.Connection:
+    """``sqlite3.connect`` for a database file, counted until it is closed (see above)."""
+    key = _held_key(path)
+    with _HELD_LOCK:
+        _HELD[key] += 1
+    try:
+        db = sqlite3.connect(os.fspath(path), factory=_HeldConnection, **kwargs)  # type: ignore[call-overload]
+    except BaseException:
+        _release(key)
+        raise
+    assert isinstance(db, _HeldConnection)
+    db._held_key = key
+    return db
 
 
 def check_path(path: str | os.PathLike[str], *, create: bool, what: str = "store") -> None:
@@ -338,8 +405,11 @@ def _check_header(name: str, size: int, *, create: bool, what: str) -> None:
         if create or _has_log(name):
             return  # SQLite makes an empty file a new database (or reads its -wal)
         raise StoreNotDatabase(name, f"the {what} {shown} is an empty file, not {noun}")
-    with open(name, "rb") as f:
-        head = f.read(100)
+    with _HELD_LOCK:  # no connection of this process opens while the file is open here
+        if _HELD[_held_key(name)]:
+            return  # SQLite has it open in this process: closing a descriptor would unlock it
+        with open(name, "rb") as f:
+            head = f.read(100)
     if not head.startswith(MAGIC):
         raise StoreNotDatabase(
             name, f"the {what} {shown} is not {noun}: it is not a SQLite file; check the path"
