@@ -43,7 +43,7 @@ class Presence:
         stores = self.runtime.stores
         stores.coordination.heartbeat(self.info, now, role=self.role)
         stores.coordination.extend_work(self.info.id, now + self.lease)
-        stores.tasks.extend_leases(self.info.id, now + self.lease)
+        stores.tasks.extend_leases(self.info.id, now + self.lease, now=now)
 
     def start(self) -> None:
         self.runtime.stores.coordination.register_worker(self.info)

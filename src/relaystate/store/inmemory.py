@@ -196,13 +196,14 @@ class InMemoryStore(Backend):
         rows.sort(key=lambda a: a.id)
         return rows[: max(limit, 0)]
 
-    def extend_leases(self, owner: str, until: datetime) -> int:
-        stamp, count = to_iso(until), 0
+    def extend_leases(self, owner: str, until: datetime, *, now: datetime) -> int:
+        stamp, count, live = to_iso(until), 0, str(to_iso(now))
         with self._lock:
             for actions in self._actions.values():
                 for row in actions.values():
                     held = row["lease_owner"] == owner and row["status"] in ("running", "unknown")
-                    if held and str(row["lease_expires_at"] or "") < str(stamp):
+                    lease = str(row["lease_expires_at"] or "")
+                    if held and live < lease < str(stamp):
                         row["lease_expires_at"] = stamp
                         count += 1
         return count

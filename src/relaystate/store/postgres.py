@@ -291,13 +291,13 @@ class PostgresStore(Backend, SchemaAdmin):
         rows = self._rows(_OPEN_ACTIONS, (after or "", max(limit, 0)))
         return [Action.from_dict(r[0]) for r in rows]
 
-    def extend_leases(self, owner: str, until: datetime) -> int:
+    def extend_leases(self, owner: str, until: datetime, *, now: datetime) -> int:
         rows = self._rows(
             "UPDATE actions SET lease_expires_at = %(until)s,"
             " data = jsonb_set(data, '{lease_expires_at}', to_jsonb(%(stamp)s::text))"
             " WHERE status IN ('running', 'unknown') AND lease_expires_at < %(until)s"
-            " AND data->>'lease_owner' = %(owner)s RETURNING 1",
-            {"until": until, "stamp": to_iso(until), "owner": owner},
+            " AND lease_expires_at > %(now)s AND data->>'lease_owner' = %(owner)s RETURNING 1",
+            {"until": until, "stamp": to_iso(until), "owner": owner, "now": now},
         )
         return len(rows)
 

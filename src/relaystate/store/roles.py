@@ -161,10 +161,13 @@ class TaskStore(_Closable, ABC):
         of the whole set: recovery walks it to the end however large it is)."""
 
     @abstractmethod
-    def extend_leases(self, owner: str, until: datetime) -> int:
+    def extend_leases(self, owner: str, until: datetime, *, now: datetime) -> int:
         """Push the lease of every running or unknown action ``owner`` holds out to
         ``until`` (never shorter): a live holder's heartbeat, so a slow action is not
-        taken for abandoned. Not a change of the task (no version, no journal entry)."""
+        taken for abandoned. Not a change of the task (no version, no journal entry). A
+        lease that ended by ``now`` stays ended: a late beat (a starved holder) must not
+        revive a lease that another process may be taking over at this moment (that
+        commit checks the task's version, which a beat does not move)."""
 
     @abstractmethod
     def compact(self, snapshot: Snapshot) -> int:

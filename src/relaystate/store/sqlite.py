@@ -271,15 +271,15 @@ class SQLiteStore(Backend, SchemaAdmin):
         )
         return [Action.from_dict(json.loads(str(r[0]))) for r in rows]
 
-    def extend_leases(self, owner: str, until: datetime) -> int:
+    def extend_leases(self, owner: str, until: datetime, *, now: datetime) -> int:
         stamp = to_iso(until)
         with self._tx() as db:
             cur = db.execute(
                 "UPDATE actions SET lease_expires_at = ?,"
                 " data = json_set(data, '$.lease_expires_at', ?)"
                 " WHERE status IN ('running', 'unknown') AND lease_expires_at < ?"
-                " AND json_extract(data, '$.lease_owner') = ?",
-                (stamp, stamp, stamp, owner),
+                " AND lease_expires_at > ? AND json_extract(data, '$.lease_owner') = ?",
+                (stamp, stamp, stamp, to_iso(now), owner),
             )
             return int(cur.rowcount)
 
