@@ -284,6 +284,7 @@ CALLS: dict[str, Callable[[Runtime, Any, str], Any]] = {
     "confirm": lambda rt, s, t: rt.confirm(s, t),
     "cancel": lambda rt, s, t: rt.cancel(s, t),
     "resolve": lambda rt, s, t: rt.resolve(s, t, 1, succeeded=True),
+    "unpin": lambda rt, s, t: rt.unpin(s, t, reason="its build is gone"),
     "advance": lambda rt, s, t: rt.advance(s, t),
     "resume": lambda rt, s, t: rt.resume(s, t),
     "apply": lambda rt, s, t: rt.apply(s, __import__("relaystate").Resume(t)),
@@ -375,7 +376,7 @@ def test_another_user_can_neither_list_nor_join_a_session(owned: tuple[Runtime, 
 
 
 @pytest.mark.parametrize(
-    "name", ["resolve", "compact", "recover", "schema_status", "upgrade_schema"]
+    "name", ["resolve", "unpin", "compact", "recover", "schema_status", "upgrade_schema"]
 )
 def test_operator_work_needs_an_admin_scope(owned: tuple[Runtime, str], name: str) -> None:
     from relaystate import ScopeError
