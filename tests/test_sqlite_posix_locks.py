@@ -16,6 +16,21 @@ def _python(code: str, **kwargs: object) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-c", code], text=True, **kwargs)  # type: ignore[call-overload]
 
 
+def _holding(path: Path, table: str) -> subprocess.Popen[str]:
+    """A third process that keeps a connection open on ``path`` until told on stdin (so
+    the file's last closer, who would checkpoint it, is not the process under test)."""
+    holder = _python(
+        "import sqlite3, sys\n"
+        f"db = sqlite3.connect({str(path)!r})\n"
+        f"db.execute('SELECT count(*) FROM {table}').fetchone()\n"
+        "print('open', flush=True); sys.stdin.readline(); db.close()",
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+    return holder
+
+
 def test_a_commit_survives_a_ledger_opened_beside_it(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     Ledger(path).apply("seed", "k", {}, deduplicate=False)
@@ -28,15 +43,7 @@ def test_a_commit_survives_a_ledger_opened_beside_it(tmp_path: Path) -> None:
             f"from relaystate.demo.ledger import Ledger; Ledger({str(path)!r}).status('seed')"
         )
         assert closing.wait(60) == 0  # another process's connection closes: not the last one
-        holder = _python(
-            "import sqlite3, sys\n"
-            f"db = sqlite3.connect({str(path)!r})\n"
-            "db.execute('SELECT count(*) FROM effects').fetchone()\n"
-            "print('open', flush=True); sys.stdin.readline(); db.close()",
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        holder = _holding(path, "effects")
         ledger._apply(db, "task:1:act:x", "k", {}, deduplicate=False)
     finally:
         db.close()
@@ -58,15 +65,7 @@ def test_a_store_commit_survives_the_same_store_opened_again(tmp_path: Path) -> 
         open_store(url).close()  # opened again in this process: its file is checked
         closing = _python(f"from relaystate import open_store; open_store({url!r}).close()")
         assert closing.wait(60) == 0
-        holder = _python(
-            "import sqlite3, sys\n"
-            f"db = sqlite3.connect({str(tmp_path / 'store.db')!r})\n"
-            "db.execute('SELECT count(*) FROM tasks').fetchone()\n"
-            "print('open', flush=True); sys.stdin.readline(); db.close()",
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        holder = _holding(tmp_path / "store.db", "tasks")
         kept = first.start(alice, "flight_booking", slots={"origin": "Shanghai"}).task.id
     finally:
         first.close()
