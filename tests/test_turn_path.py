@@ -278,6 +278,7 @@ CALLS: dict[str, Callable[[Runtime, Any, str], Any]] = {
     "open_session": lambda rt, s, t: rt.open_session(s, "s9"),
     "session": lambda rt, s, t: rt.session(s, "s1"),
     "messages": lambda rt, s, t: rt.messages(s, "s1"),
+    "said": lambda rt, s, t: rt.said(s, "k-1"),
     "begin_turn": lambda rt, s, t: rt.begin_turn(s, "s1", "hello"),
     "start": lambda rt, s, t: rt.start(s, "flight_booking"),
     "fill": lambda rt, s, t: rt.fill(s, t, {"destination": "Tokyo"}),

@@ -272,6 +272,12 @@ class Runtime:
         inputs.check(scope, session_id=session_id, limit=limit, before=before)
         return self.stores.sessions.messages(session_id, checked(scope), limit=limit, before=before)
 
+    def said(self, scope: Scope, request_key: str) -> list[Message]:
+        """The turn the scope's user committed with ``request_key`` (their words and the
+        replies that followed), or [] if none did: how a retried request is answered."""
+        user = inputs.check(scope).owner("a turn")
+        return self.stores.said(user, inputs.request_key(request_key))
+
     def begin_turn(
         self, scope: Scope, session_id: str | None, text: str, *, language: str | None = None
     ) -> PendingTurn:

@@ -54,6 +54,16 @@ def _unavailable(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+def _need_a_browser() -> None:
+    """Debian's Chromium and Playwright's Python package, or skip (fail under CI=true)."""
+    if not CHROMIUM.exists():
+        _unavailable(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError as exc:
+        _unavailable(f"playwright is not installed: {exc}")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -137,12 +147,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 
 def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_path: Path) -> None:
-    if not CHROMIUM.exists():
-        _unavailable(f"{CHROMIUM} is not installed (apt-get install chromium)")
-    try:
-        from playwright.sync_api import expect, sync_playwright
-    except ImportError as exc:
-        _unavailable(f"playwright is not installed: {exc}")
+    _need_a_browser()
+    from playwright.sync_api import expect, sync_playwright
 
     started = time.monotonic()
     shots = tmp_path / "screenshots"
@@ -385,12 +391,8 @@ def test_operators_panel_shows_builds_and_workers_to_an_admin_key_only(tmp_path:
     """An operator's key sees the Operators panel: the server's own Build and process (it
     registers itself), the open Task pinned to that Build, kept fresh every 5 s; a user's key
     never sees it, nor asks for it."""
-    if not CHROMIUM.exists():
-        _unavailable(f"{CHROMIUM} is not installed (apt-get install chromium)")
-    try:
-        from playwright.sync_api import Route, expect, sync_playwright
-    except ImportError as exc:
-        _unavailable(f"playwright is not installed: {exc}")
+    _need_a_browser()
+    from playwright.sync_api import Route, expect, sync_playwright
 
     started = time.monotonic()
     shots = tmp_path / "screenshots"
@@ -566,12 +568,9 @@ def test_a_turn_whose_answer_is_lost_is_sent_again_with_its_key(server: Server) 
     """The first answer to a turn is cut off after the server committed it (the browser
     sees a reset connection): the page sends the turn again with the same Idempotency-Key and
     shows the one reply the server committed; the session holds the words once."""
-    if not CHROMIUM.exists():
-        _unavailable(f"{CHROMIUM} is not installed (apt-get install chromium)")
-    try:
-        from playwright.sync_api import Route, expect, sync_playwright
-    except ImportError as exc:
-        _unavailable(f"playwright is not installed: {exc}")
+    _need_a_browser()
+    from playwright.sync_api import Route, expect, sync_playwright
+
     key = json.loads(server.cli("users", "create", "alice", "--json", "--store", server.store))
     server.start()
     sent: list[str] = []

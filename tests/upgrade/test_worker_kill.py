@@ -82,6 +82,19 @@ def wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 60.0) -
         time.sleep(0.05)
 
 
+def killed_once_started(proc: subprocess.Popen[bytes], marker: Path) -> None:
+    """SIGKILL ``proc`` once it has written ``marker`` (its action is where the test wants
+    it); never leave it running."""
+    try:
+        wait_for(marker, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("at", ["after", "before"])
 def test_a_worker_killed_mid_action_is_taken_over_with_one_effect(
@@ -95,14 +108,7 @@ def test_a_worker_killed_mid_action_is_taken_over_with_one_effect(
     blocks = tmp_path / "blocks"
     blocks.mkdir()
     first = worker(postgres_url, ledger, UPGRADE_BLOCK_DIR=str(blocks), UPGRADE_BLOCK_AT=at)
-    try:
-        wait_for(blocks / f"started-{task_id}", first)
-        first.send_signal(signal.SIGKILL)
-        first.wait(10)
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
+    killed_once_started(first, blocks / f"started-{task_id}")
     killed_pid = first.pid
     made = evidence.effects(ledger)
     assert len(made) == (1 if at == "after" else 0)
@@ -168,14 +174,7 @@ def test_a_worker_killed_on_another_host_is_taken_over_once_its_leases_end(
         UPGRADE_BLOCK_DIR=str(blocks),
         UPGRADE_BLOCK_AT="after",
     )
-    try:
-        wait_for(blocks / f"started-{task_id}", first)
-        first.send_signal(signal.SIGKILL)
-        first.wait(10)
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
+    killed_once_started(first, blocks / f"started-{task_id}")
     with Runtime(open_store(postgres_url), app_v1.templates(), build="v1") as rt:
         stuck = rt.stores.tasks.load(task_id, evidence.ADMIN)
         assert stuck is not None and str(stuck.actions[0].lease_owner).startswith("elsewhere/")

@@ -34,7 +34,7 @@ def replayed(
     runtime: Runtime, scope: Scope, key: str, text: str, session_id: str | None
 ) -> Replay | None:
     """The turn ``key`` committed for the scope's user, or None if none did yet."""
-    said = runtime.stores.said(scope.owner("a turn"), key)
+    said = runtime.said(scope, key)
     if not said:
         return None
     words, answers = said[0], said[1:]
