@@ -50,7 +50,7 @@ from rich.console import Console
 from rich.table import Table
 
 from relaystate import Runtime, Scope, open_store
-from relaystate.server.keys import issue
+from relaystate.server.api_keys import issue
 
 NOW = "2026-11-29T10:00:00"
 """The conversation clock of the server, as in the tests: "Dec 9" is always ahead."""

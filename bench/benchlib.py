@@ -224,7 +224,7 @@ def start_services(stack: contextlib.ExitStack, console: Console) -> tuple[str |
     pg = rd = None
     try:
         pg = stack.enter_context(services.postgres())
-        importlib.import_module("relaystate.store.postgres")  # fail here, not half-way
+        importlib.import_module("relaystate.store.postgres.store")  # fail here, not half-way
     except (services.Unavailable, ImportError, subprocess.CalledProcessError, OSError) as exc:
         console.print(f"[yellow]PostgreSQL unavailable:[/] {exc}; its rows are skipped")
         pg = None

@@ -52,8 +52,8 @@ from rich.table import Table
 from relaystate import Runtime, Scope, open_store
 from relaystate.memory.embed import EmbedderUnavailable, HashEmbedder, LocalE5Embedder
 from relaystate.memory.longterm import LongTermMemory, Mode
-from relaystate.memory.terms import index_text, query_terms
 from relaystate.model import MemoryItem
+from relaystate.store.terms import index_text, query_terms
 
 DATA = Path(__file__).resolve().parent / "data" / "zh_memory.json"
 NAMESPACE = "zh"

@@ -76,7 +76,7 @@ from rich.table import Table
 from turns import chat_template, turn_payload  # the same turn as bench/turns.py
 
 from relaystate import JournalEntry, Runtime, Scope, TaskState, TaskStatus, open_store
-from relaystate.leases import hostname
+from relaystate.actions.leases import hostname
 from relaystate.model import WorkerInfo, utcnow
 from relaystate.store import Commit, Stores
 

@@ -8,8 +8,8 @@ survey_app:templates`` loads it as cheaply as an application's templates would l
 from __future__ import annotations
 
 from relaystate import Slot, Stage, TaskTemplate
-from relaystate.next_step import AskSlot
-from relaystate.templates import Condition
+from relaystate.task.next_step import AskSlot
+from relaystate.task.templates import Condition
 
 START = "start the survey please"
 """What the user says to start the survey (its trigger word)."""

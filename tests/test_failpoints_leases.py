@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from relaystate import failpoints
-from relaystate.leases import Owner, hostname, lease_expired
+from relaystate.actions.leases import Owner, hostname, lease_expired
 
 NOW = datetime(2026, 11, 29, tzinfo=UTC)
 

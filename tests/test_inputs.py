@@ -40,7 +40,7 @@ from relaystate import (
 from relaystate.conversation import Conversation, find_numbers, scan_dates
 from relaystate.demo import templates
 from relaystate.inputs import DEFAULT_MAX_TEXT, MAX_SAFE_INTEGER, MAX_TEXT_ENV
-from relaystate.views import to_json
+from relaystate.runtime.views import to_json
 
 from .conformance.support import create, new_task
 

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 from relaystate import Retry, idempotency_key
-from relaystate.keys import canonical_json
+from relaystate.actions.idempotency import canonical_json
 
 INPUT = {"b": [1, 2, {"z": "上海", "a": None}], "a": 1.5}
 

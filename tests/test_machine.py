@@ -18,8 +18,8 @@ from relaystate import (
     condition,
     user_confirmed,
 )
-from relaystate.machine import first_stage, settle
-from relaystate.next_step import (
+from relaystate.task.machine import first_stage, settle
+from relaystate.task.next_step import (
     AskConfirmation,
     AskSlot,
     Finished,

@@ -407,7 +407,7 @@ def test_db_commands_reject_bad_input_in_one_line(tmp_path: Path) -> None:
 
 # -- PostgreSQL URL options and a missing driver -----------------------------------------------
 def test_postgres_pool_size_is_ours_and_checked(postgres_url: str) -> None:
-    from relaystate.store.postgres import PostgresStore
+    from relaystate.store.postgres.store import PostgresStore
 
     store = open_store(postgres_url + "?pool_size=3&application_name=relaystate-test")
     try:
@@ -424,7 +424,8 @@ def test_postgres_pool_size_is_ours_and_checked(postgres_url: str) -> None:
 
 def test_a_missing_psycopg_is_a_clear_url_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    monkeypatch.delitem(sys.modules, "relaystate.store.postgres", raising=False)
+    for name in [m for m in sys.modules if m.startswith("relaystate.store.postgres.")]:
+        monkeypatch.delitem(sys.modules, name)
     with pytest.raises(StoreURLError, match=r"pip install 'relaystate\[postgres\]'"):
         open_store("postgresql://localhost/relaystate")
 

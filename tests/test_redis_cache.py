@@ -24,7 +24,6 @@ import pytest
 from relaystate import Runtime, Scope, TaskStatus, open_store
 from relaystate.demo.ledger import Ledger
 from relaystate.errors import NotFound, StoreURLError
-from relaystate.journal import entry_for
 from relaystate.model import Message, Session, Task, TaskState, utcnow
 from relaystate.store import (
     Backend,
@@ -38,6 +37,7 @@ from relaystate.store import (
     TaskStore,
 )
 from relaystate.store.redis import RedisSessionCache
+from relaystate.task.journal import entry_for
 
 from . import services
 from .support import Script, order_template

@@ -30,8 +30,8 @@ from relaystate import (
 )
 from relaystate.demo.ledger import Ledger
 from relaystate.errors import TaskTooNew
-from relaystate.machine import MAX_CHECKS
-from relaystate.next_step import AskConfirmation, AskSlot, Finished
+from relaystate.task.machine import MAX_CHECKS
+from relaystate.task.next_step import AskConfirmation, AskSlot, Finished
 
 from .support import Clock, Script, order_template
 

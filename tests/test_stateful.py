@@ -68,12 +68,13 @@ from relaystate import (
     all_required_slots,
     user_confirmed,
 )
+from relaystate.actions.leases import Owner
 from relaystate.demo.ledger import Ledger
-from relaystate.journal import entry_for
-from relaystate.leases import Owner
-from relaystate.machine import settle
 from relaystate.model import WorkerInfo
-from relaystate.next_step import (
+from relaystate.store import Backend, Commit, InMemoryStore, Stores, open_backend
+from relaystate.task.journal import entry_for
+from relaystate.task.machine import settle
+from relaystate.task.next_step import (
     InProgress,
     NeedsAttention,
     Reconcile,
@@ -81,7 +82,6 @@ from relaystate.next_step import (
     WaitRetry,
     status_for,
 )
-from relaystate.store import Backend, Commit, InMemoryStore, Stores, open_backend
 
 ADMIN = Scope.admin("test")
 

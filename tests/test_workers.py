@@ -27,7 +27,7 @@ from relaystate import (
 from relaystate.demo.ledger import Ledger
 from relaystate.errors import MigrationFailed, StoreUnavailable, TaskTooNew
 from relaystate.store import open_store
-from relaystate.worker import Worker
+from relaystate.workers.worker import Worker
 
 from .support import Clock
 
@@ -274,7 +274,7 @@ def test_processes_sharing_a_sqlite_file_never_claim_the_same_item(
 def test_a_slow_action_of_a_live_holder_is_left_alone(url: str, ledger: Ledger) -> None:
     """The holder's heartbeat extends its claim and its action's lease: past the first
     lease, neither another worker nor a turn in another process takes the action over."""
-    from relaystate.presence import Presence
+    from relaystate.workers.presence import Presence
 
     fleet = Fleet(url)
     lease = timedelta(seconds=30)
@@ -351,7 +351,7 @@ def test_work_this_build_may_not_run_is_given_back_for_later(url: str, ledger: L
 
 
 def test_heartbeats_come_at_least_every_30_seconds() -> None:
-    from relaystate.presence import Presence
+    from relaystate.workers.presence import Presence
 
     rt = Runtime(open_store("memory://"), [])
     OPENED.append(rt)

@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .edits import Cancel, Confirm, Fill, Resolve, Resume, Start
+    from .actions.idempotency import idempotency_key
     from .errors import (
         DuplicateKey,
         HistoryCompacted,
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
         TemplateError,
         VersionConflict,
     )
-    from .keys import idempotency_key
     from .model import (
         Action,
         ActionKind,
@@ -41,7 +40,13 @@ if TYPE_CHECKING:
         TaskState,
         TaskStatus,
     )
-    from .next_step import (
+    from .runtime.recovery import RecoveryReport
+    from .runtime.runtime import Resumption, Runtime
+    from .runtime.turns import PendingTurn, ReplyContext, TurnResult
+    from .scope import Scope
+    from .store import Stores, open_store
+    from .task.edits import Cancel, Confirm, Fill, Resolve, Resume, Start
+    from .task.next_step import (
         AskConfirmation,
         AskSlot,
         Finished,
@@ -53,12 +58,9 @@ if TYPE_CHECKING:
         WaitRetry,
         WaitUser,
     )
-    from .problems import Problem
-    from .recovery import RecoveryReport
-    from .retry import NO_RETRY, Retry
-    from .runtime import Resumption, Runtime
-    from .scope import Scope
-    from .spec import (
+    from .task.problems import Problem
+    from .task.retry import NO_RETRY, Retry
+    from .task.spec import (
         ActionContext,
         ActionSpec,
         Completes,
@@ -67,8 +69,7 @@ if TYPE_CHECKING:
         PermanentError,
         RejectedInput,
     )
-    from .store import Stores, open_store
-    from .templates import (
+    from .task.templates import (
         Condition,
         Slot,
         Stage,
@@ -77,49 +78,48 @@ if TYPE_CHECKING:
         condition,
         user_confirmed,
     )
-    from .turns import PendingTurn, ReplyContext, TurnResult
 
 _WHERE = {
-    "NO_RETRY": "retry",
+    "NO_RETRY": "task.retry",
     "Action": "model",
-    "ActionContext": "spec",
+    "ActionContext": "task.spec",
     "ActionKind": "model",
-    "ActionSpec": "spec",
+    "ActionSpec": "task.spec",
     "ActionStatus": "model",
-    "AskConfirmation": "next_step",
-    "AskSlot": "next_step",
-    "Cancel": "edits",
-    "Completes": "spec",
-    "Condition": "templates",
-    "Confirm": "edits",
+    "AskConfirmation": "task.next_step",
+    "AskSlot": "task.next_step",
+    "Cancel": "task.edits",
+    "Completes": "task.spec",
+    "Condition": "task.templates",
+    "Confirm": "task.edits",
     "DuplicateKey": "errors",
-    "Fill": "edits",
-    "Finished": "next_step",
+    "Fill": "task.edits",
+    "Finished": "task.next_step",
     "HistoryCompacted": "errors",
-    "InProgress": "next_step",
+    "InProgress": "task.next_step",
     "InvalidInput": "errors",
     "InvalidSlot": "errors",
     "JournalEntry": "model",
     "Message": "model",
-    "NeedsAttention": "next_step",
-    "NextStep": "next_step",
+    "NeedsAttention": "task.next_step",
+    "NextStep": "task.next_step",
     "NotFound": "errors",
-    "Outcome": "spec",
-    "OutcomeUnknown": "spec",
-    "PendingTurn": "turns",
-    "PermanentError": "spec",
-    "Problem": "problems",
-    "RejectedInput": "spec",
-    "Reconcile": "next_step",
-    "RecoveryReport": "recovery",
+    "Outcome": "task.spec",
+    "OutcomeUnknown": "task.spec",
+    "PendingTurn": "runtime.turns",
+    "PermanentError": "task.spec",
+    "Problem": "task.problems",
+    "RejectedInput": "task.spec",
+    "Reconcile": "task.next_step",
+    "RecoveryReport": "runtime.recovery",
     "RelaystateError": "errors",
-    "ReplyContext": "turns",
-    "Resolve": "edits",
-    "Resume": "edits",
-    "Resumption": "runtime",
-    "Retry": "retry",
-    "RunAction": "next_step",
-    "Runtime": "runtime",
+    "ReplyContext": "runtime.turns",
+    "Resolve": "task.edits",
+    "Resume": "task.edits",
+    "Resumption": "runtime.runtime",
+    "Retry": "task.retry",
+    "RunAction": "task.next_step",
+    "Runtime": "runtime.runtime",
     "SchemaTooNew": "errors",
     "TaskTooNew": "errors",
     "OtherBuild": "errors",
@@ -127,27 +127,27 @@ _WHERE = {
     "Scope": "scope",
     "ScopeError": "errors",
     "Session": "model",
-    "Slot": "templates",
+    "Slot": "task.templates",
     "Snapshot": "model",
-    "Stage": "templates",
-    "Start": "edits",
+    "Stage": "task.templates",
+    "Start": "task.edits",
     "StoreURLError": "errors",
     "Stores": "store",
     "Task": "model",
     "TaskLocked": "errors",
     "TaskState": "model",
     "TaskStatus": "model",
-    "TaskTemplate": "templates",
+    "TaskTemplate": "task.templates",
     "TemplateError": "errors",
-    "TurnResult": "turns",
+    "TurnResult": "runtime.turns",
     "VersionConflict": "errors",
-    "WaitRetry": "next_step",
-    "WaitUser": "next_step",
-    "all_required_slots": "templates",
-    "condition": "templates",
-    "idempotency_key": "keys",
+    "WaitRetry": "task.next_step",
+    "WaitUser": "task.next_step",
+    "all_required_slots": "task.templates",
+    "condition": "task.templates",
+    "idempotency_key": "actions.idempotency",
     "open_store": "store",
-    "user_confirmed": "templates",
+    "user_confirmed": "task.templates",
 }
 
 __all__ = [

@@ -54,7 +54,7 @@ class DuplicateKey(RelaystateError):
 
 class InvalidSlot(RelaystateError):
     """A slot value failed validation; ``reason`` says why, for asking again (a
-    :class:`~relaystate.problems.Problem` where the code knows what kind of problem)."""
+    :class:`~relaystate.task.problems.Problem` where the code knows what kind of problem)."""
 
     def __init__(self, slot: str, reason: str) -> None:
         self.slot = slot

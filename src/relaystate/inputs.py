@@ -21,7 +21,7 @@ problem.
 * JSON values (context, an operator's output): plain JSON only (dicts with text keys,
   lists, text, numbers, booleans, null), at most 32 levels deep and 10,000 items.
 * Slot values: the same checks of what they contain, but of any type: the slot's own
-  validation turns a ``date`` into ISO text (:meth:`relaystate.templates.Slot.validate`).
+  validation turns a ``date`` into ISO text (:meth:`relaystate.task.templates.Slot.validate`).
 * Times: a datetime without a timezone is read as UTC, as the CLI's ``--at`` does and as
   the store keeps every time.
 """
@@ -371,7 +371,7 @@ def check(scope: object, *, max_text: int | None = None, **fields: Any) -> Scope
 def check_edit(scope: object, edit: object, *, max_text: int | None = None) -> Scope:
     """Check an edit's fields as :func:`check` checks a call's arguments (a field with no
     rule here, added to an edit later, passes: the edit's own code checks it)."""
-    from .edits import Start
+    from .task.edits import Start
 
     fields = dict(vars(edit))
     if isinstance(edit, Start):

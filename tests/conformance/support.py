@@ -6,9 +6,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from relaystate import Scope
-from relaystate.journal import entry_for
 from relaystate.model import Action, Message, Session, Task, TaskState
 from relaystate.store import Commit
+from relaystate.task.journal import entry_for
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ADMIN = Scope.admin("conformance")

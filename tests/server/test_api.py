@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from relaystate import Runtime, Scope, open_store
 from relaystate.demo import templates
 from relaystate.server import create_app
-from relaystate.server.keys import issue
+from relaystate.server.api_keys import issue
 
 BOOK = "book a flight from Beijing to Shanghai on Dec 9, economy, for Alice Wang"
 ADMIN = Scope.admin("test")

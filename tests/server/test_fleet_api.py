@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from relaystate import Runtime, Scope
-from relaystate.presence import Presence
+from relaystate.workers.presence import Presence
 
 from .test_api import Api, error
 

@@ -35,7 +35,7 @@ from relaystate.conversation import Conversation
 from relaystate.demo import templates
 from relaystate.memory.embed import HashEmbedder
 from relaystate.server import create_app
-from relaystate.server.keys import issue
+from relaystate.server.api_keys import issue
 
 NOW = "2026-11-29T10:00:00"
 EXAMPLES = 50

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from relaystate import TaskTemplate
-from relaystate.templates import Slot
+from relaystate.task.templates import Slot
 
 from .common import TRIP, add_effect, refund_v1, refund_v2, stages_for, trip_v1
 

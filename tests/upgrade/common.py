@@ -25,7 +25,7 @@ from typing import Any
 
 from relaystate import ActionContext, Outcome, Stage, TaskTemplate
 from relaystate.demo.ledger import Ledger
-from relaystate.templates import Slot, all_required_slots, user_confirmed
+from relaystate.task.templates import Slot, all_required_slots, user_confirmed
 
 TRIP = "trip"
 REFUND = "refund"

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from relaystate import Runtime, Scope, open_store
-from relaystate.server.keys import issue
+from relaystate.server.api_keys import issue
 
 from ..services import Nginx, free_port
 from . import app_v1, app_v2

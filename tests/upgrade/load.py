@@ -296,7 +296,7 @@ class Load:
 
 def main() -> None:
     from relaystate import Runtime, Scope, open_store
-    from relaystate.server.keys import issue
+    from relaystate.server.api_keys import issue
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", required=True)

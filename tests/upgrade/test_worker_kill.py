@@ -25,7 +25,7 @@ import pytest
 from relaystate import Runtime, Scope, TaskStatus, open_store
 from relaystate.errors import TaskTooNew
 from relaystate.model import ActionStatus
-from relaystate.server.keys import issue
+from relaystate.server.api_keys import issue
 
 from ..services import free_port
 from . import app_v1, app_v2, evidence

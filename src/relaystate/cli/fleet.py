@@ -62,7 +62,7 @@ def worker(ns: argparse.Namespace) -> None:
     hand within the grace period, release, deregister, exit 0."""
     import logging
 
-    from ..worker import Worker, run_until_signalled
+    from ..workers.worker import Worker, run_until_signalled
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     opts = Options.parse(ns)
@@ -102,7 +102,7 @@ def worker(ns: argparse.Namespace) -> None:
 
 
 def workers(ns: argparse.Namespace) -> None:
-    from ..views import worker_view
+    from ..runtime.views import worker_view
 
     opts = Options.parse(ns)
     with opts.runtime(create=False, templates=False) as rt:
@@ -122,7 +122,7 @@ def workers(ns: argparse.Namespace) -> None:
 
 
 def builds(ns: argparse.Namespace) -> None:
-    from ..views import build_view
+    from ..runtime.views import build_view
 
     opts = Options.parse(ns)
     with opts.runtime(create=False, templates=False) as rt:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..memory.embed import Embedder
     from ..memory.longterm import LongTermMemory
     from ..model import MemoryItem
-    from ..runtime import Runtime
+    from ..runtime.runtime import Runtime
 
 
 def register(commands: Any) -> None:

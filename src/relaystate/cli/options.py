@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..runtime import Runtime
+    from ..runtime.runtime import Runtime
     from ..scope import Scope
     from ..store.bundle import Stores
-    from ..templates import TaskTemplate
+    from ..task.templates import TaskTemplate
 
 DEFAULT_STORE = "sqlite:///relaystate.db"
 
@@ -126,7 +126,7 @@ class Options:
         """The store first, so that a bad store is the error reported before any template
         (or the demo ledger beside the store) is loaded; then the templates (none for
         commands that touch no task, such as ``users``)."""
-        from ..runtime import Runtime
+        from ..runtime.runtime import Runtime
 
         stores = self.stores(create=create)
         try:
@@ -144,7 +144,7 @@ class Options:
 
     def emit(self, value: Any) -> None:
         """Print ``value`` as strict JSON (never NaN or Infinity: see views.to_json)."""
-        from ..views import to_json
+        from ..runtime.views import to_json
 
         sys.stdout.write(to_json(value, indent=2) + "\n")
 
@@ -203,7 +203,7 @@ def load_app(ref: str) -> list[TaskTemplate]:
     TaskTemplates) is a ConfigError naming ``ref`` and where it failed: it is the app's to
     fix, not relaystate's."""
     from ..errors import ConfigError
-    from ..templates import TaskTemplate
+    from ..task.templates import TaskTemplate
 
     where = f"cannot load templates from --app {ref!r}"
     module_name, _, attr = ref.partition(":")

@@ -9,7 +9,7 @@ from .options import Options, scope_for, store_parser
 
 if TYPE_CHECKING:
     from ..errors import StoreURLError
-    from ..runtime import Runtime
+    from ..runtime.runtime import Runtime
 
 
 def register(commands: Any) -> None:
@@ -24,7 +24,7 @@ def register(commands: Any) -> None:
 
 def _runtime(opts: Options, *, create: bool) -> Runtime:
     """The store, opened without upgrading its schema (these commands do that themselves)."""
-    from ..runtime import Runtime
+    from ..runtime.runtime import Runtime
 
     return Runtime(opts.stores(migrate=False, create=create), [], build="cli")
 

@@ -76,10 +76,10 @@ def serve(ns: argparse.Namespace) -> None:
     """Run the server until Ctrl-C; print its address and a key for the demo user."""
     import uvicorn
 
-    from ..presence import Presence
     from ..scope import Scope
     from ..server import create_app
-    from ..server.keys import issue
+    from ..server.api_keys import issue
+    from ..workers.presence import Presence
     from .memory import embedder
 
     opts = Options.parse(ns)
@@ -116,7 +116,7 @@ def serve(ns: argparse.Namespace) -> None:
 
 def create(ns: argparse.Namespace) -> None:
     """A new key; shown once (only its hash is stored)."""
-    from ..server.keys import issue
+    from ..server.api_keys import issue
 
     opts = Options.parse(ns)
     with opts.runtime(create=True, templates=False) as rt:

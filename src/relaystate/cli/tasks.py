@@ -87,9 +87,9 @@ def _statuses(status: str) -> list[Any] | None:
 
 def list_tasks(ns: argparse.Namespace) -> None:
     """A user's Tasks (open ones by default), from any session or device."""
-    from ..runtime import Runtime
+    from ..runtime.runtime import Runtime
+    from ..runtime.views import task_view
     from ..scope import Scope
-    from ..views import task_view
 
     opts = Options.parse(ns)
     statuses = _statuses(ns.status)
@@ -117,7 +117,7 @@ def list_tasks(ns: argparse.Namespace) -> None:
 
 def show(ns: argparse.Namespace) -> None:
     """A Task: stage, status, slots, progress and its Actions (``--at``: as it was then)."""
-    from ..views import state_view
+    from ..runtime.views import state_view
 
     opts = Options.parse(ns)
     with opts.runtime(create=False) as rt:
@@ -151,7 +151,7 @@ def _point(at: str) -> int | datetime:
 
 def history(ns: argparse.Namespace) -> None:
     """The Task's journal as a timeline: what changed, why, by whom, when."""
-    from ..views import history_view
+    from ..runtime.views import history_view
 
     opts = Options.parse(ns)
     with opts.runtime(create=False) as rt:
@@ -168,7 +168,7 @@ def history(ns: argparse.Namespace) -> None:
 
 def resume(ns: argparse.Namespace) -> None:
     """Resume a Task from its stored state: reconcile, run what is due, say what's next."""
-    from ..views import state_view
+    from ..runtime.views import state_view
 
     opts = Options.parse(ns)
     with opts.runtime(create=False) as rt:
@@ -201,7 +201,7 @@ def unpin(ns: argparse.Namespace) -> None:
 
 def _emit(opts: Options, state: Any) -> None:
     """The Task an operator's command left: as JSON, or as the Task panel."""
-    from ..views import state_view
+    from ..runtime.views import state_view
 
     if opts.as_json:
         opts.emit(state_view(state))

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .. import failpoints, inputs
-from ..edits import Cancel, Confirm, Edit, Fill, Resume, Start
 from ..errors import (
     ConfirmationChanged,
     InvalidInput,
@@ -30,13 +29,14 @@ from ..errors import (
 )
 from ..llm import Model, RouteCandidate, RuleModel, SlotSpec
 from ..model import Action, Message, TaskState
-from ..next_step import AskConfirmation, AskSlot, NextStep
-from ..problems import Problem
-from ..runtime import Runtime
+from ..runtime.runtime import Runtime
+from ..runtime.turns import PendingTurn, ReplyContext, TurnResult
+from ..runtime.views import turn_view
 from ..scope import Scope, checked
-from ..templates import TaskTemplate
-from ..turns import PendingTurn, ReplyContext, TurnResult
-from ..views import turn_view
+from ..task.edits import Cancel, Confirm, Edit, Fill, Resume, Start
+from ..task.next_step import AskConfirmation, AskSlot, NextStep
+from ..task.problems import Problem
+from ..task.templates import TaskTemplate
 from . import questions, replies, routing
 from .clock import today
 from .extract import Extraction, extract

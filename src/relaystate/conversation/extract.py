@@ -29,8 +29,8 @@ from datetime import date
 from typing import Any
 
 from ..errors import InvalidSlot, TemplateError
-from ..problems import Problem
-from ..templates import Slot, TaskTemplate
+from ..task.problems import Problem
+from ..task.templates import Slot, TaskTemplate
 from . import fuzzy, places
 from .dates import DateCandidate, scan_dates
 from .intents import REQUEST, control_word, is_correction, is_question, is_yes

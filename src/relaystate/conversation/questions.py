@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 
 from ..model import TaskState
-from ..next_step import AskConfirmation, AskSlot, NextStep
-from ..templates import Slot, TaskTemplate
+from ..task.next_step import AskConfirmation, AskSlot, NextStep
+from ..task.templates import Slot, TaskTemplate
 from .extract import extractor_of
 from .intents import is_question
 from .text import fold, phrases

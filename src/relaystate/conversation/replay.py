@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..errors import RequestKeyReused
 from ..model import Message, TaskState
-from ..runtime import Runtime
+from ..runtime.runtime import Runtime
 from ..scope import Scope
 from . import replies
 from .intents import detect_language

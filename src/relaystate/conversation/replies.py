@@ -9,15 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import ActionKind, ActionStatus, Task, TaskState, TaskStatus
-from ..next_step import (
-    AskConfirmation,
-    AskSlot,
-    Finished,
-    NeedsAttention,
-    NextStep,
-    WaitUser,
-)
-from ..templates import Slot, TaskTemplate
+from ..task.next_step import AskConfirmation, AskSlot, Finished, NeedsAttention, NextStep, WaitUser
+from ..task.templates import Slot, TaskTemplate
 from . import places
 from .extract import extractor_of
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from ..model import TaskState, TaskStatus
-from ..next_step import AskConfirmation, AskSlot, NextStep
-from ..templates import TaskTemplate
+from ..task.next_step import AskConfirmation, AskSlot, NextStep
+from ..task.templates import TaskTemplate
 from .extract import Extraction, extract
 from .intents import REQUEST as _REQUEST
 from .intents import is_correction, is_no, is_yes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..templates import TaskTemplate
+from ..task.templates import TaskTemplate
 from .after_sales import after_sales
 from .flights import flight_booking
 from .ledger import Ledger

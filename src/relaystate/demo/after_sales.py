@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from ..retry import Retry
-from ..spec import ActionContext, Outcome
-from ..templates import Slot, Stage, TaskTemplate, all_required_slots, user_confirmed
+from ..task.retry import Retry
+from ..task.spec import ActionContext, Outcome
+from ..task.templates import Slot, Stage, TaskTemplate, all_required_slots, user_confirmed
 from .ledger import Ledger
 
 WARRANTY_DAYS = 365

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..retry import Retry
-from ..spec import ActionContext, Outcome
-from ..templates import Slot, Stage, TaskTemplate, all_required_slots, user_confirmed
+from ..task.retry import Retry
+from ..task.spec import ActionContext, Outcome
+from ..task.templates import Slot, Stage, TaskTemplate, all_required_slots, user_confirmed
 from .ledger import Ledger
 
 

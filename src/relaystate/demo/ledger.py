@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..store.sqlite_files import check_path, check_tables, connect, rollback, translated
+from ..store.sqlite.files import check_path, check_tables, connect, rollback, translated
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS requests (

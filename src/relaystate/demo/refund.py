@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..problems import Problem
-from ..retry import Retry
-from ..spec import ActionContext, Completes, Outcome, PermanentError, RejectedInput
-from ..templates import Slot, Stage, TaskTemplate, all_required_slots, user_confirmed
+from ..task.problems import Problem
+from ..task.retry import Retry
+from ..task.spec import ActionContext, Completes, Outcome, PermanentError, RejectedInput
+from ..task.templates import Slot, Stage, TaskTemplate, all_required_slots, user_confirmed
 from .ledger import Ledger
 
 ORDERS: dict[str, dict[str, Any]] = {

@@ -28,7 +28,7 @@ from rich.panel import Panel
 
 from ..model import TaskStatus
 from ..render import history_table, print_state
-from ..runtime import Runtime
+from ..runtime.runtime import Runtime
 from ..scope import Scope
 from ..store import open_store
 from . import templates
@@ -170,7 +170,7 @@ def _memory_scene(out: Console, runtime: Callable[[], Runtime]) -> None:
 
 def _upgrade_scene(out: Console, url: str, ledger_file: Path) -> None:
     from ..errors import TaskTooNew
-    from ..worker import Worker
+    from ..workers.worker import Worker
     from .after_sales import after_sales
     from .flights import flight_booking
     from .refund import refund

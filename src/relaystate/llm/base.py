@@ -22,7 +22,7 @@ from datetime import date
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import TemplateError
-from ..templates import SLOT_KINDS, Slot
+from ..task.templates import SLOT_KINDS, Slot
 
 
 @dataclass(frozen=True)

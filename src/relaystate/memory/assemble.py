@@ -17,10 +17,10 @@ from functools import lru_cache
 
 from ..model import Fact, MemoryItem, TaskState
 from ..scope import Scope
+from ..store.terms import query_terms
 from .context import Candidate, Context, build
 from .graph import describe
 from .recorder import CONVERSATION, RECENT, MemoryLayers
-from .terms import query_terms
 from .tokens import TokenCounter
 
 LONGTERM_HITS = 10

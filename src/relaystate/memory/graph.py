@@ -18,7 +18,7 @@ from .. import inputs
 from ..errors import StoreURLError
 from ..model import Fact
 from ..store.roles import WorkingMemory
-from .terms import CJK_RUN, node_key
+from ..store.terms import CJK_RUN, node_key
 
 _WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)

@@ -22,8 +22,8 @@ from ..errors import InvalidInput, StoreURLError
 from ..model import MemoryItem
 from ..scope import Scope, checked
 from ..store.roles import Memories, MemoryFilter
+from ..store.terms import mostly_cjk, query_terms
 from .embed import Embedder
-from .terms import mostly_cjk, query_terms
 
 if TYPE_CHECKING:  # numpy and recall load on the first vector or conversation search:
     import numpy as np  # a turn that only records memory never needs them

@@ -38,8 +38,8 @@ from datetime import date, datetime
 import numpy as np
 
 from ..model import MemoryItem
+from ..store.terms import query_terms
 from .answer_kind import word_forms
-from .terms import query_terms
 
 WINDOW = "~window"
 SESSION = "~session"

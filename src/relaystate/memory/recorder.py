@@ -29,7 +29,7 @@ from .working import TaskMemory
 if TYPE_CHECKING:
     from ..conversation.engine import Turn
     from ..llm import Model
-    from ..runtime import Runtime
+    from ..runtime.runtime import Runtime
 
 log = logging.getLogger("relaystate.memory")
 

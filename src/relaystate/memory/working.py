@@ -18,8 +18,8 @@ from .. import inputs
 from ..errors import InvalidInput, StoreURLError, VersionConflict
 from ..model import Fact, Summary, Task
 from ..store.roles import WorkingMemory
+from ..store.terms import CJK_RUN
 from .summarize import DEFAULT_BUDGET, Said, abstract_line, extractive, faithful, merged
-from .terms import CJK_RUN
 
 if TYPE_CHECKING:
     from ..llm import Model

@@ -25,7 +25,7 @@ from ..conversation import Conversation
 from ..errors import RelaystateError
 from ..memory.embed import Embedder
 from ..memory.recorder import MemoryLayers, Recorder
-from ..runtime import Runtime
+from ..runtime.runtime import Runtime
 from ..scope import Scope
 from . import errors, events, fleet, memory, openapi, routes
 from .limits import BodyLimit, RateLimiter, Receive, Send

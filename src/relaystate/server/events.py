@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 
-from ..views import state_view, to_json
+from ..runtime.views import state_view, to_json
 from .errors import BY_ID, EVERY_CALL
 from .routes import Caller, Id, authorise, bearer, server
 

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel
 
-from ..views import build_view, worker_view
+from ..runtime.views import build_view, worker_view
 from .errors import EVERY_CALL, OPERATORS
 from .routes import Who, server
 

@@ -16,9 +16,9 @@ from ..errors import NotFound
 from ..inputs import DEFAULT_MAX_TEXT, ID_PATTERN, MAX_ID, REQUEST_KEY, TEXT_PATTERN
 from ..memory.recorder import CONVERSATION
 from ..model import OPEN_TASK_STATUSES, ApiKey, TaskStatus
+from ..runtime.views import action_view, history_view, state_view, task_view
 from ..scope import Scope
-from ..views import action_view, history_view, state_view, task_view
-from . import keys
+from . import api_keys as keys
 from .errors import BY_ID, EVERY_CALL, OPERATORS, REPLAYS, WRITES, ApiError
 from .limits import retry_after
 from .state import ServerState

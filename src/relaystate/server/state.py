@@ -12,7 +12,7 @@ from ..conversation import Conversation
 from ..errors import RelaystateError
 from ..memory.longterm import LongTermMemory
 from ..memory.recorder import MemoryLayers
-from ..runtime import Runtime
+from ..runtime.runtime import Runtime
 from ..scope import Scope
 from .limits import RateLimiter
 from .metrics import Metrics

@@ -7,7 +7,6 @@ import sys
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import RelaystateError, StoreUnavailable, StoreURLError
-from . import sqlite_files
 from .bundle import Stores
 from .inmemory import InMemoryStore
 from .roles import (
@@ -21,7 +20,8 @@ from .roles import (
     TaskStore,
     WorkingMemory,
 )
-from .sqlite import SQLiteStore
+from .sqlite import files as sqlite_files
+from .sqlite.store import SQLiteStore
 
 __all__ = [
     "Backend",
@@ -101,7 +101,7 @@ def open_backend(url: str, *, migrate: bool = True, create: bool = True) -> Back
             return SQLiteStore(path, synchronous=synchronous, migrate=migrate)
     if parts.scheme in ("postgresql", "postgres"):
         try:
-            from .postgres import PostgresStore
+            from .postgres.store import PostgresStore
         except ModuleNotFoundError as exc:
             if exc.name not in ("psycopg", "psycopg_pool"):
                 raise

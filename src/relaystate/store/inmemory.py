@@ -31,8 +31,8 @@ from ..model import (
 )
 from ..scope import Scope
 from .roles import ONE_READ_TURN, TURN_READ, Backend, Commit, one_turn
-from .sqlite_memory import Read, SQLiteMemories, Tx, private_database
-from .sqlite_working import SQLiteWorkingMemory
+from .sqlite.memories import Read, SQLiteMemories, Tx, private_database
+from .sqlite.working import SQLiteWorkingMemory
 
 Row = dict[str, object]
 

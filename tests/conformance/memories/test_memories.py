@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import numpy as np
 
-from relaystate.memory.terms import query_terms
 from relaystate.model import MemoryItem
 from relaystate.store import Memories
 from relaystate.store.roles import MemoryFilter
+from relaystate.store.terms import query_terms
 
 from ..support import T0
 

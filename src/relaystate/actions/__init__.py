@@ -1,0 +1,1 @@
+"""The action protocol: record, claim, execute, reconcile, compensate."""

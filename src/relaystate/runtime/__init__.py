@@ -1,0 +1,1 @@
+"""The front door and its one write path."""

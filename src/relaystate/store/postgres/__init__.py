@@ -1,0 +1,1 @@
+"""The production store: PostgreSQL through psycopg 3."""

@@ -1,0 +1,208 @@
+"""Long-term memory in PostgreSQL: items with a ``tsvector`` of their words (GIN-indexed),
+ranked by ``ts_rank``; vectors as float32 ``bytea``, searched in the process like SQLite's
+(``relaystate.memory.longterm``), so no server extension is needed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from ...model import MemoryItem
+from ..roles import Memories, MemoryFilter
+from ..terms import index_text
+from .connections import Conn
+
+_COLUMNS = "id, user_id, namespace, text, at, source, task_id, data"
+_CONFIG = "english"
+"""The text search configuration: English stemming and stop words; CJK bigrams pass as
+they are."""
+
+_PUT = f"""
+INSERT INTO memories ({_COLUMNS}, words)
+VALUES (%(id)s, %(user_id)s, %(namespace)s, %(text)s, %(at)s, %(source)s, %(task_id)s,
+        %(data)s, to_tsvector('{_CONFIG}', %(words)s))
+ON CONFLICT (user_id, namespace, id) DO UPDATE SET
+    text = EXCLUDED.text, at = EXCLUDED.at, source = EXCLUDED.source,
+    task_id = EXCLUDED.task_id, data = EXCLUDED.data, words = EXCLUDED.words,
+    embedded_by = NULL
+"""
+_BUMP = """
+INSERT INTO memory_generations (user_id, namespace, generation) VALUES (%s, %s, 1)
+ON CONFLICT (user_id, namespace) DO UPDATE SET generation = memory_generations.generation + 1
+"""
+
+
+class PostgresMemories(Memories):
+    """The memory role over a PostgreSQL store's connections (schema step 5)."""
+
+    def __init__(self, connection: Callable[[], AbstractContextManager[Conn]]) -> None:
+        self._connection = connection
+
+    def _rows(self, sql: str, args: Sequence[object]) -> list[Any]:
+        with self._connection() as conn:
+            return conn.execute(sql, args).fetchall()
+
+    def put_memories(self, items: Sequence[MemoryItem], *, at: datetime) -> int:
+        touched = sorted({(i.user_id, i.namespace) for i in items})
+        with self._connection() as conn, conn.transaction():
+            for item in items:
+                old = conn.execute(
+                    "SELECT n FROM memories WHERE user_id = %s AND namespace = %s AND id = %s",
+                    (item.user_id, item.namespace, item.id),
+                ).fetchone()
+                if old is not None:  # a replaced item loses its vectors
+                    conn.execute("DELETE FROM memory_vectors WHERE n = %s", old)
+                conn.execute(_PUT, _params(item, at))
+            for user_id, namespace in touched:
+                conn.execute(_BUMP, (user_id, namespace))
+        return len(items)
+
+    def get_memories(self, user_id: str, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
+        unique = list(dict.fromkeys(ids))
+        rows = self._rows(
+            f"SELECT {_COLUMNS} FROM memories"
+            " WHERE user_id = %s AND namespace = %s AND id = ANY(%s)",
+            (user_id, namespace, unique),
+        )
+        found = {r[0]: _item(r) for r in rows}
+        return [found[i] for i in unique if i in found]
+
+    def count_memories(self, user_id: str, namespace: str) -> int:
+        rows = self._rows(
+            "SELECT count(*) FROM memories WHERE user_id = %s AND namespace = %s",
+            (user_id, namespace),
+        )
+        return int(rows[0][0])
+
+    def latest_memories(
+        self, user_id: str, namespace: str, *, task_id: str | None = None, limit: int
+    ) -> list[MemoryItem]:
+        sql = f"SELECT {_COLUMNS} FROM memories WHERE user_id = %s AND namespace = %s"
+        args: list[object] = [user_id, namespace]
+        if task_id is not None:
+            sql += " AND task_id = %s"
+            args.append(task_id)
+        rows = self._rows(sql + " ORDER BY at DESC NULLS LAST, n DESC LIMIT %s", [*args, limit])
+        return [_item(r) for r in reversed(rows)]
+
+    def search_words(
+        self,
+        user_id: str,
+        namespace: str,
+        terms: Sequence[str],
+        *,
+        k: int,
+        where: MemoryFilter | None = None,
+    ) -> list[tuple[str, float]]:
+        if not terms or k < 1:
+            return []
+        query = " || ".join(f"plainto_tsquery('{_CONFIG}', %s)" for _ in terms)
+        extra, args = _filter(where or MemoryFilter())
+        rows = self._rows(
+            f"WITH q AS (SELECT ({query}) AS q)"
+            " SELECT m.id, ts_rank(m.words, q.q) AS score FROM memories m, q"
+            f" WHERE m.user_id = %s AND m.namespace = %s AND m.words @@ q.q{extra}"
+            " ORDER BY score DESC, m.n LIMIT %s",
+            (*terms, user_id, namespace, *args, k),
+        )
+        return [(str(i), float(s)) for i, s in rows]
+
+    def put_vectors(
+        self, user_id: str, namespace: str, embedder: str, vectors: Sequence[tuple[str, bytes]]
+    ) -> None:
+        with self._connection() as conn, conn.transaction():
+            for item_id, blob in vectors:
+                conn.execute(
+                    "INSERT INTO memory_vectors (n, embedder, vector)"
+                    " SELECT n, %s, %s FROM memories"
+                    " WHERE user_id = %s AND namespace = %s AND id = %s"
+                    " ON CONFLICT (n, embedder) DO UPDATE SET vector = EXCLUDED.vector",
+                    (embedder, blob, user_id, namespace, item_id),
+                )
+                conn.execute(
+                    "UPDATE memories SET embedded_by = %s"
+                    " WHERE user_id = %s AND namespace = %s AND id = %s",
+                    (embedder, user_id, namespace, item_id),
+                )
+            conn.execute(_BUMP, (user_id, namespace))
+
+    def load_vectors(
+        self, user_id: str, namespace: str, embedder: str, where: MemoryFilter | None = None
+    ) -> list[tuple[str, bytes]]:
+        extra, args = _filter(where or MemoryFilter())
+        rows = self._rows(
+            "SELECT m.id, v.vector FROM memory_vectors v JOIN memories m ON m.n = v.n"
+            f" WHERE v.embedder = %s AND m.user_id = %s AND m.namespace = %s{extra}"
+            " ORDER BY m.n",
+            (embedder, user_id, namespace, *args),
+        )
+        return [(str(i), bytes(b)) for i, b in rows]
+
+    def unembedded(
+        self, user_id: str, namespace: str, embedder: str, *, limit: int
+    ) -> list[MemoryItem]:
+        rows = self._rows(
+            f"SELECT {_COLUMNS} FROM memories WHERE user_id = %s AND namespace = %s"
+            " AND (embedded_by IS NULL OR embedded_by < %s OR embedded_by > %s)"
+            " ORDER BY n LIMIT %s",
+            (user_id, namespace, embedder, embedder, limit),
+        )
+        return [_item(r) for r in rows]
+
+    def memory_generation(self, user_id: str, namespace: str) -> int:
+        rows = self._rows(
+            "SELECT generation FROM memory_generations WHERE user_id = %s AND namespace = %s",
+            (user_id, namespace),
+        )
+        return int(rows[0][0]) if rows else 0
+
+
+def _filter(where: MemoryFilter) -> tuple[str, list[object]]:
+    sql, args = "", list[object]()
+    if where.since is not None:
+        sql += " AND m.at >= %s"
+        args.append(where.since)
+    if where.until is not None:
+        sql += " AND m.at < %s"
+        args.append(where.until)
+    for column, values in (("source", where.sources), ("task_id", where.task_ids)):
+        if values:
+            sql += f" AND m.{column} = ANY(%s)"
+            args.append(list(values))
+    return sql, args
+
+
+def _params(item: MemoryItem, at: datetime) -> dict[str, object]:
+    data = {"metadata": item.metadata, "cites": list(item.cites), "added_at": at.isoformat()}
+    return {
+        "id": item.id,
+        "user_id": item.user_id,
+        "namespace": item.namespace,
+        "text": item.text,
+        "at": item.time,
+        "source": item.source,
+        "task_id": item.task_id,
+        "data": Jsonb(data),
+        "words": index_text(item.text),
+    }
+
+
+def _item(row: Sequence[Any]) -> MemoryItem:
+    data = row[7]
+    added = data.get("added_at")
+    return MemoryItem(
+        id=row[0],
+        user_id=row[1],
+        namespace=row[2],
+        text=row[3],
+        time=row[4],
+        source=row[5],
+        task_id=row[6],
+        metadata=data.get("metadata") or {},
+        cites=tuple(data.get("cites") or ()),
+        added_at=datetime.fromisoformat(added) if added else None,
+    )

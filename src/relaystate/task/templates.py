@@ -1,0 +1,392 @@
+"""How a task type is declared: its slots, its ordered stages and the actions they run."""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, overload
+
+from ..errors import InvalidInput, InvalidSlot, TemplateError
+from ..inputs import MAX_SAFE_INTEGER, json_value
+from ..model import Task
+from .next_step import AskConfirmation, AskSlot, NextStep, WaitUser
+from .problems import Problem, custom
+from .retry import Retry
+from .spec import ActionFn, ActionSpec, InputFn
+
+SLOT_KINDS = ("text", "choice", "date", "number")
+UPGRADE_POLICIES = ("auto", "pinned")
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+"""Lifts a stored task's dict one template version up."""
+_ZH_WEEKDAYS = ("周一", "周二", "周三", "周四", "周五", "周六", "周日")
+
+
+def _has_cjk(text: str) -> bool:
+    return any("\u3400" <= ch <= "\u9fff" for ch in text)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One piece of information a task needs, with how to ask for it and how to check it."""
+
+    name: str
+    kind: str = "text"
+    required: bool = True
+    choices: Sequence[str] | None = None
+    synonyms: Mapping[str, str] = field(default_factory=dict)
+    pattern: str | None = None
+    parser: Callable[[Any], Any] | None = None
+    ask: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """What to call this slot in a reply, per language ("date" -> "出发日期")."""
+    #: How a text slot's value is read from an utterance (relaystate.conversation): "place",
+    #: "person", "order_id", "amount", "number" or "text" (the default: free text).
+    extractor: str | None = None
+    #: Language -> words that introduce this slot's value: {"en": ["from"], "zh": ["从"]}.
+    #: "{}" marks where the value goes when it comes before the word: "{}出发".
+    cues: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: Language -> value -> what to call it: {"zh": {"economy": "经济舱"}}. Without it a
+    #: Chinese reply shows a choice by its first Chinese synonym.
+    value_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: Language -> why the task needs this slot, for "why do you need that?".
+    why: Mapping[str, str] = field(default_factory=dict)
+    #: For a date: "future" (a flight: "June 1" is the next one) or "past" (a purchase:
+    #: "June 1" is the last one, and so is "Friday").
+    direction: str = "future"
+
+    def __post_init__(self) -> None:
+        if self.choices and self.kind == "text":
+            object.__setattr__(self, "kind", "choice")
+        if self.kind not in SLOT_KINDS:
+            raise TemplateError(f"slot {self.name!r}: kind must be one of {SLOT_KINDS}")
+        if self.kind == "choice" and not self.choices:
+            raise TemplateError(f"slot {self.name!r}: a choice slot needs choices")
+        if self.direction not in ("future", "past"):
+            raise TemplateError(f"slot {self.name!r}: direction must be future or past")
+
+    def label(self, language: str = "en") -> str:
+        """This slot's name for people, in ``language`` if declared."""
+        return self.labels.get(language) or self.labels.get("en") or self.name.replace("_", " ")
+
+    def question(self, language: str = "en") -> str:
+        """The question that asks for this slot, in ``language`` if declared."""
+        if language in self.ask:
+            return self.ask[language]
+        if "en" in self.ask:
+            return self.ask["en"]
+        return f"What is the {self.name.replace('_', ' ')}?"
+
+    def display(self, value: Any, language: str = "en") -> str:
+        """A stored value as a person reads it in ``language``: a choice by its label there,
+        a date with its weekday."""
+        if value is None:
+            return ""
+        text = str(value)
+        declared = self.value_labels.get(language, {})
+        if text in declared:
+            return declared[text]
+        if self.kind == "choice" and language == "zh":
+            native = [s for s, c in self.synonyms.items() if c == text and _has_cjk(s)]
+            if native:
+                return native[0]
+        if self.kind == "date":
+            try:
+                day = date.fromisoformat(text)
+            except ValueError:
+                return text
+            if language == "zh":
+                return f"{day.year}年{day.month}月{day.day}日（{_ZH_WEEKDAYS[day.weekday()]}）"
+            return f"{day:%A} {day.day} {day:%B} {day.year}"
+        return text
+
+    def validate(self, value: Any) -> Any:
+        """Normalise ``value`` to plain JSON, or raise InvalidSlot saying why not."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise InvalidSlot(self.name, Problem("required", "a value is required"))
+        if self.kind == "number" and isinstance(value, str) and value in self.synonyms.values():
+            return value  # a word the task completes later ("all": the order's total)
+        given = value
+        if self.parser is not None:
+            try:
+                value = self.parser(value)
+            except (ValueError, TypeError, OverflowError) as exc:
+                reason = custom(str(exc) or "not understood", value=given)
+                raise InvalidSlot(self.name, reason) from None
+        if self.kind == "choice":
+            value = self._choice(value)
+        elif self.kind == "date":
+            value = self._date(value)
+        elif self.kind == "number":
+            value = self._number(value, given)
+        elif isinstance(value, str):
+            value = value.strip()
+        if self.pattern is not None and not re.fullmatch(self.pattern, str(value)):
+            reason = Problem("form", f"{value!r} does not match the expected form", value=value)
+            raise InvalidSlot(self.name, reason)
+        try:  # plain JSON, every backend alike (the length was checked at the front door)
+            json_value(value, f"slot {self.name!r}", limit=sys.maxsize)
+        except InvalidInput as exc:
+            if self.parser is not None:
+                raise TemplateError(f"the parser of {exc}") from None
+            raise InvalidSlot(self.name, Problem("form", exc.problem, value=value)) from None
+        return value
+
+    def _choice(self, value: Any) -> str:
+        assert self.choices is not None
+        text = str(value).strip().lower()
+        for choice in self.choices:
+            if choice.lower() == text:
+                return choice
+        for synonym, choice in self.synonyms.items():
+            if synonym.lower() == text:
+                return choice
+        reason = Problem(
+            "choice",
+            f"{value!r} is not one of {', '.join(self.choices)}",
+            value=value,
+            options=self.choices,
+        )
+        raise InvalidSlot(self.name, reason)
+
+    def _date(self, value: Any) -> str:
+        if isinstance(value, datetime):
+            return value.date().isoformat()
+        if isinstance(value, date):
+            return value.isoformat()
+        try:
+            return date.fromisoformat(str(value).strip()).isoformat()
+        except ValueError:
+            reason = Problem("date", f"{value!r} is not a date (YYYY-MM-DD)", value=value)
+            raise InvalidSlot(self.name, reason) from None
+
+    def _number(self, value: Any, given: Any = None) -> int | float:
+        """A finite number no larger than 2**53 - 1: beyond it a float no longer holds every
+        integer, so the amount read back would not be the one given (10**400 becomes inf)."""
+        if isinstance(value, bool):
+            raise InvalidSlot(
+                self.name, Problem("number", f"{value!r} is not a number", value=value)
+            )
+        if isinstance(value, int | float):
+            number: int | float = value
+        else:
+            try:
+                number = float(str(value).strip())
+            except ValueError:
+                reason = Problem("number", f"{value!r} is not a number", value=value)
+                raise InvalidSlot(self.name, reason) from None
+        shown = str(value if given is None else given).strip()
+        shown = shown if len(shown) <= 24 else shown[:20] + "..."
+        if isinstance(number, float) and (
+            math.isnan(number) or (math.isinf(number) and not any(c.isdigit() for c in shown))
+        ):  # "nan", "inf", "-Infinity": words, not amounts
+            reason = Problem("number", f"{shown!r} is not a number", value=shown)
+            raise InvalidSlot(self.name, reason)
+        if not -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER:  # inf too
+            reason = Problem(
+                "too_large",
+                f"{shown} is too large (at most {MAX_SAFE_INTEGER:,})",
+                value=shown,
+                options=[f"{MAX_SAFE_INTEGER:,}"],
+            )
+            raise InvalidSlot(self.name, reason)
+        if isinstance(number, float) and number.is_integer() and not isinstance(value, float):
+            return int(number)
+        return number
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A named test on a task, with the step that would make it true (what to wait for)."""
+
+    name: str
+    met: Callable[[Task], bool]
+    need: Callable[[Task], NextStep]
+
+
+def condition(fn: Callable[[Task], bool]) -> Condition:
+    """Turn a predicate into a Condition whose unmet state waits for the user."""
+    return Condition(fn.__name__, fn, lambda task: WaitUser(fn.__name__))
+
+
+all_required_slots = Condition(
+    "all_required_slots",
+    lambda task: not task.missing_slots,
+    lambda task: AskSlot(task.missing_slots[0]),
+)
+user_confirmed = Condition(
+    "user_confirmed", lambda task: task.confirmed, lambda task: AskConfirmation()
+)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a task: its actions run in order, then ``exit`` must hold to move on.
+
+    A stage whose ``entry`` condition does not hold when the task reaches it is skipped.
+    """
+
+    name: str
+    actions: Sequence[str] = ()
+    exit: Condition | None = None
+    entry: Condition | None = None
+
+
+class TaskTemplate:
+    """A task type: slots, ordered stages and the actions those stages run."""
+
+    def __init__(
+        self,
+        type: str,
+        *,
+        version: int = 1,
+        slots: Iterable[Slot] = (),
+        stages: Iterable[Stage] = (),
+        goal: str = "",
+        titles: Mapping[str, str] | None = None,
+        triggers: Mapping[str, Sequence[str]] | None = None,
+        keywords: Mapping[str, Sequence[str]] | None = None,
+        opening_slot: str | None = None,
+        upgrade: str = "auto",
+    ) -> None:
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise TemplateError(f"template {type!r}: version must be a whole number >= 1")
+        if upgrade not in UPGRADE_POLICIES:
+            raise TemplateError(f"template {type!r}: upgrade must be one of {UPGRADE_POLICIES}")
+        self.type = type
+        self.version = version
+        self.upgrade = upgrade
+        """"auto": a build that knows a newer version lifts the task through its migrations
+        and any build may continue it; "pinned": the task runs to its end on the version and
+        the build that started it."""
+        self.migrations: dict[int, Migration] = {}
+        """Version N -> how to lift a stored task of version N to N + 1."""
+        self.slots = list(slots)
+        self.stages = list(stages)
+        self.goal = goal
+        self.titles = dict(titles or {})
+        """What to call a task of this type in each language ("flight booking", "机票预订")."""
+        self.triggers = {lang: list(words) for lang, words in (triggers or {}).items()}
+        """Words per language that start a new task of this type ("book a flight", "订机票")."""
+        self.keywords = {lang: list(words) for lang, words in (keywords or {}).items()}
+        """Words that name this kind of task without saying anything about the case ("repair",
+        "售后", "手机"): they bring back an open one, and are never taken as a slot's value."""
+        self.opening_slot = opening_slot
+        """A slot the opening utterance itself fills ("my phone won't charge" -> symptoms)."""
+        self.actions: dict[str, ActionSpec] = {}
+        if not self.stages:
+            raise TemplateError(f"template {type!r} needs at least one stage")
+        for kind, names in (
+            ("slot", [s.name for s in self.slots]),
+            ("stage", [s.name for s in self.stages]),
+        ):
+            dupes = {n for n in names if names.count(n) > 1}
+            if dupes:
+                raise TemplateError(f"template {type!r}: duplicate {kind} names {sorted(dupes)}")
+
+    @overload
+    def action(self, fn: ActionFn, /) -> ActionSpec: ...
+
+    @overload
+    def action(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        side_effect: bool = False,
+        idempotent: bool = False,
+        retry: Retry | None = None,
+        timeout: float | None = None,
+        input: InputFn | None = None,
+    ) -> Callable[[ActionFn], ActionSpec]: ...
+
+    def action(
+        self,
+        fn: ActionFn | None = None,
+        /,
+        *,
+        name: str | None = None,
+        side_effect: bool = False,
+        idempotent: bool = False,
+        retry: Retry | None = None,
+        timeout: float | None = None,
+        input: InputFn | None = None,
+    ) -> ActionSpec | Callable[[ActionFn], ActionSpec]:
+        """Register an action of this task type (usable bare or with options)."""
+
+        def register(f: ActionFn) -> ActionSpec:
+            spec = ActionSpec(
+                name or f.__name__,
+                f,
+                side_effect=side_effect,
+                idempotent=idempotent,
+                retry=retry or Retry(),
+                timeout=timeout,
+                input=input,
+            )
+            if spec.name in self.actions:
+                raise TemplateError(f"template {self.type!r}: action {spec.name!r} declared twice")
+            self.actions[spec.name] = spec
+            return spec
+
+        return register(fn) if fn is not None else register
+
+    def migration(self, *, from_version: int) -> Callable[[Migration], Migration]:
+        """Register how a stored task of ``from_version`` becomes one of ``from_version + 1``:
+        a function of the task's dict (slots, stage, context...) returning the new dict."""
+        if not isinstance(from_version, int) or not 1 <= from_version < self.version:
+            raise TemplateError(
+                f"template {self.type!r} version {self.version}: a migration lifts an older "
+                f"version (1 to {self.version - 1}), not {from_version!r}"
+            )
+
+        def register(fn: Migration) -> Migration:
+            if from_version in self.migrations:
+                raise TemplateError(
+                    f"template {self.type!r}: two migrations from version {from_version}"
+                )
+            self.migrations[from_version] = fn
+            return fn
+
+        return register
+
+    def title(self, language: str = "en") -> str:
+        """This task type's name for people, in ``language`` if declared."""
+        return self.titles.get(language) or self.titles.get("en") or self.type.replace("_", " ")
+
+    def slot(self, name: str) -> Slot:
+        for s in self.slots:
+            if s.name == name:
+                return s
+        raise TemplateError(f"template {self.type!r} has no slot {name!r}")
+
+    def stage_index(self, name: str) -> int:
+        for i, s in enumerate(self.stages):
+            if s.name == name:
+                return i
+        raise TemplateError(f"template {self.type!r} has no stage {name!r}")
+
+    def spec(self, name: str) -> ActionSpec:
+        try:
+            return self.actions[name]
+        except KeyError:
+            raise TemplateError(f"template {self.type!r} has no action {name!r}") from None
+
+    @property
+    def planned_actions(self) -> int:
+        """How many step actions a task of this type runs when it goes all the way."""
+        return sum(len(s.actions) for s in self.stages)
+
+    def validate(self) -> None:
+        """Check that every stage's actions are declared; raised at registration time."""
+        for stage in self.stages:
+            for name in stage.actions:
+                if name not in self.actions:
+                    raise TemplateError(
+                        f"template {self.type!r}: stage {stage.name!r} runs undeclared "
+                        f"action {name!r}"
+                    )

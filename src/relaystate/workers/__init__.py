@@ -1,0 +1,1 @@
+"""Processes that serve a Runtime: the worker loop and its presence."""
