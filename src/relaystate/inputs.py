@@ -368,12 +368,7 @@ def check(scope: object, *, max_text: int | None = None, **fields: Any) -> Scope
     return scope
 
 
-def check_edit(scope: object, edit: object, *, max_text: int | None = None) -> Scope:
-    """Check an edit's fields as :func:`check` checks a call's arguments (a field with no
-    rule here, added to an edit later, passes: the edit's own code checks it)."""
-    from .task.edits import Start
-
-    fields = dict(vars(edit))
-    if isinstance(edit, Start):
-        fields["new_task_id"] = fields.pop("task_id")
-    return check(scope, max_text=max_text, **{k: v for k, v in fields.items() if k in _FIELDS})
+def known_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``fields`` that :func:`check` has a rule for (an edit's other fields
+    are its own code's to check)."""
+    return {key: value for key, value in fields.items() if key in _FIELDS}

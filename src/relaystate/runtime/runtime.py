@@ -53,6 +53,7 @@ from ..task.edits import (
     Start,
     TaskEdit,
     change_for,
+    check_edit,
     reason_for,
     validated,
 )
@@ -453,7 +454,7 @@ class Runtime:
         ``known`` is the task as the caller just read it (saves a read). Errors of the edit
         itself (InvalidSlot, TaskLocked, NotFound) leave everything as it was.
         """
-        inputs.check_edit(scope, edit, max_text=self.max_text)
+        check_edit(scope, edit, max_text=self.max_text)
         scope = checked(scope)
         if isinstance(edit, Start):
             done = self._start(scope, edit, transcript, run)

@@ -11,8 +11,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import inputs
 from ..errors import ConfirmationChanged, InvalidSlot, NotFound, TaskLocked, TemplateError
 from ..model import ActionKind, ActionStatus, TaskState, TaskStatus
+from ..scope import Scope
 from .machine import first_stage
 from .templates import TaskTemplate
 
@@ -76,6 +78,15 @@ class Resolve:
 Edit = Start | Fill | Confirm | Cancel | Resume | Resolve
 TaskEdit = Fill | Confirm | Cancel | Resume | Resolve
 """The edits of an existing task."""
+
+
+def check_edit(scope: object, edit: Edit, *, max_text: int | None = None) -> Scope:
+    """Check an edit's fields as :func:`relaystate.inputs.check` checks a call's arguments (a
+    field with no rule there, added to an edit later, passes: the edit's own code checks it)."""
+    fields = dict(vars(edit))
+    if isinstance(edit, Start):
+        fields["new_task_id"] = fields.pop("task_id")
+    return inputs.check(scope, max_text=max_text, **inputs.known_fields(fields))
 
 
 def reason_for(edit: Edit) -> str:
