@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import inputs
 from ..actions.leases import Owner, hostname
@@ -65,11 +65,9 @@ from . import recovery, upgrades
 from .driver import Driver, Transcript
 from .recovery import RecoveryReport as RecoveryReport
 from .sessions import MAX_SESSION_TASKS, live_or_new, needs_write
+from .turns import PendingTurn
 from .upgrades import BuildStatus, MigrationReport
 from .writer import TaskWriter, Written
-
-if TYPE_CHECKING:
-    from .turns import PendingTurn
 
 JSON = Any
 MessageLike = Message | tuple[str, str]
@@ -293,8 +291,6 @@ class Runtime:
             text=text,
             language=language or None,
         )
-        from .turns import PendingTurn
-
         return PendingTurn.read(self, checked(scope), session_id, text, language)
 
     # -- tasks ---------------------------------------------------------------------------

@@ -13,21 +13,66 @@ and the reply rides on the last one.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from ..errors import ConfirmationChanged, InvalidSlot, RelaystateError, TaskLocked
-from ..model import Action, Message, Session, TaskState
+from ..model import Action, Message, Session, Task, TaskState
 from ..scope import Scope
+from ..store.bundle import Stores
 from ..task.edits import Edit, Start
 from ..task.next_step import AskConfirmation, NextStep
 from ..task.templates import TaskTemplate
 from .driver import Transcript
 from .sessions import MAX_SESSION_TASKS, live_or_new, needs_write
 
-if TYPE_CHECKING:
-    from .runtime import Runtime
+
+class Applied(Protocol):
+    """What an applied edit left: the task's state and its next step."""
+
+    @property
+    def state(self) -> TaskState: ...
+
+    @property
+    def step(self) -> NextStep: ...
+
+
+class TurnHost(Protocol):
+    """What a pending turn needs of the runtime that began it (a
+    :class:`~relaystate.runtime.runtime.Runtime`): its store roles and clock, the tasks in
+    scope as this build runs them, its templates, and its one way to commit an edit. Named
+    here so that a turn depends on these and not on the whole front door."""
+
+    @property
+    def stores(self) -> Stores: ...
+
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
+
+    @property
+    def templates(self) -> Mapping[str, TaskTemplate]: ...
+
+    def task(self, scope: Scope, task_id: str) -> TaskState: ...
+
+    def open_tasks(self, scope: Scope, *, limit: int = ...) -> list[Task]: ...
+
+    def upgraded(self, scope: Scope, states: Iterable[TaskState]) -> list[TaskState]: ...
+
+    def template_of(self, state: TaskState) -> TaskTemplate: ...
+
+    def next_step(self, state: TaskState) -> NextStep: ...
+
+    def apply(
+        self,
+        scope: Scope,
+        edit: Edit,
+        *,
+        known: TaskState | None = ...,
+        transcript: Transcript | None = ...,
+        run: bool = ...,
+    ) -> Applied: ...
 
 
 @dataclass(frozen=True)
@@ -63,7 +108,7 @@ class PendingTurn:
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: TurnHost,
         scope: Scope,
         session: Session,
         fresh: bool,
@@ -87,7 +132,7 @@ class PendingTurn:
     @classmethod
     def read(
         cls,
-        runtime: Runtime,
+        runtime: TurnHost,
         scope: Scope,
         session_id: str | None,
         text: str,
