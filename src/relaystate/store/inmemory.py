@@ -31,7 +31,8 @@ from ..model import (
 )
 from ..scope import Scope
 from .roles import ONE_READ_TURN, TURN_READ, Backend, Commit, one_turn
-from .sqlite.memories import Read, SQLiteMemories, Tx, private_database
+from .sqlite.connection import Read, Tx
+from .sqlite.memories import SQLiteMemories, private_database
 from .sqlite.working import SQLiteWorkingMemory
 
 Row = dict[str, object]

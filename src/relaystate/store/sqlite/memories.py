@@ -21,9 +21,7 @@ from typing import Any
 from ...model import MemoryItem, from_iso, to_iso
 from ..roles import Memories, MemoryFilter
 from ..terms import fts5_query, index_text
-
-Tx = Callable[[], AbstractContextManager[sqlite3.Connection]]
-Read = Callable[[str, Sequence[object]], list[tuple[Any, ...]]]
+from .connection import Read, Tx, statements
 
 _COLUMNS = "id, user_id, namespace, text, at, source, task_id, data"
 MEMORY_STEPS = (6, 7)
@@ -189,13 +187,12 @@ def private_database() -> tuple[Tx, Read, Callable[[], None]]:
     """A private in-memory SQLite database with the memory tables (schema steps 6 and 7),
     for ``memory://`` stores: how to write, how to read, how to close it."""
     from .. import schema
-    from .store import _statements
 
     db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     lock = threading.RLock()
     for step in schema.steps("sqlite"):
         if step.version in MEMORY_STEPS:
-            for statement in _statements(step.sql):
+            for statement in statements(step.sql):
                 db.execute(statement)
 
     def tx() -> AbstractContextManager[sqlite3.Connection]:

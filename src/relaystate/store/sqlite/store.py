@@ -42,6 +42,7 @@ from .. import schema
 from ..roles import DURABLE, SHARED, TURN_READ, Backend, Commit, SchemaAdmin, one_turn
 from ..work_rows import WORK_COLUMNS, claimable, work_item
 from ..work_rows import worker_status as _worker_status
+from .connection import statements
 from .files import check_tables, connect, finish, rollback, translated
 from .memories import SQLiteMemories
 from .working import SQLiteWorkingMemory
@@ -690,7 +691,7 @@ class _Schema:
 
     def apply(self, step: schema.SchemaStep) -> None:
         db = self._store._db
-        for statement in _statements(step.sql):
+        for statement in statements(step.sql):
             db.execute(statement)
         db.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
@@ -770,24 +771,6 @@ def _states(
     ):
         actions[str(row[0])].append(Action.from_dict(json.loads(str(row[1]))))
     return [TaskState(tasks[t], actions[t]) for t in ids if t in tasks]
-
-
-def _statements(script: str) -> Iterator[str]:
-    """A SQL script's statements one by one (``executescript`` would commit first)."""
-    pending = ""
-    for piece in script.split(";"):
-        pending += piece + ";"
-        if sqlite3.complete_statement(pending):
-            if _has_code(pending):
-                yield pending
-            pending = ""
-    if _has_code(pending.removesuffix(";")):
-        raise ValueError(f"incomplete SQL statement at the end of a migration: {pending!r}")
-
-
-def _has_code(sql: str) -> bool:
-    lines = (line.split("--", 1)[0] for line in sql.splitlines())
-    return bool("".join(lines).strip(" \t;"))
 
 
 _MESSAGE_COLUMNS = "id, session_id, user_id, role, text, task_id, created_at, request_key"

@@ -13,7 +13,7 @@ from ...errors import VersionConflict
 from ...model import Fact, Summary, from_iso, to_iso
 from ..roles import WorkingMemory
 from ..terms import node_key
-from .memories import Read, Tx
+from .connection import Read, Tx
 
 _FACT = "seq, user_id, subject, predicate, object, valid_from, valid_to, source, task_id, single"
 _SUMMARY = "id, user_id, task_id, level, text, data, created_at, merged_into"
