@@ -222,10 +222,8 @@ class _Turn:
             return self._welcome(here[0]) if here else self._choose()
         candidates = routing.rank(
             self.text,
-            here=here,
+            here=[routing.OpenTask(s, self.p.template_of(s), self.p.next_step(s)) for s in here],
             templates=self.p.templates,
-            template_of=self.p.template_of,
-            next_step=self.p.next_step,
             language=self.lang,
             today=self.today,
         )

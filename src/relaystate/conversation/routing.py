@@ -63,6 +63,16 @@ _ANOTHER = phrases(
 )
 
 
+@dataclass(frozen=True)
+class OpenTask:
+    """An open Task as routing weighs it: its state, the template it runs on and its next
+    step, as the runtime gives them (routing reads values, it calls nothing back)."""
+
+    state: TaskState
+    template: TaskTemplate
+    step: NextStep
+
+
 @dataclass
 class Candidate:
     """One place a message could go, with its score and the reasons for it."""
@@ -97,26 +107,21 @@ class Candidate:
 def rank(
     text: str,
     *,
-    here: Sequence[TaskState],
+    here: Sequence[OpenTask],
     templates: Sequence[TaskTemplate],
-    template_of: object,
-    next_step: object,
     language: str,
     today: date,
 ) -> list[Candidate]:
-    """Every candidate for ``text``, best first (``template_of``/``next_step`` as the
-    runtime's, for the open Tasks ``here``)."""
+    """Every candidate for ``text``, best first: the open Tasks ``here`` and a new Task of
+    each of ``templates``."""
     folded = fold(text)
     out: list[Candidate] = []
     open_of: dict[str, list[TaskState]] = {}
     others = {t.type: names(t, folded) for t in templates}
-    for state in here:
-        template = template_of(state)  # type: ignore[operator]
-        open_of.setdefault(template.type, []).append(state)
-        elsewhere = any(v for k, v in others.items() if k != template.type)
-        out.append(
-            _score_open(text, folded, state, template, next_step, language, today, elsewhere)
-        )
+    for task in here:
+        open_of.setdefault(task.template.type, []).append(task.state)
+        elsewhere = any(v for k, v in others.items() if k != task.template.type)
+        out.append(_score_open(text, folded, task, language, today, elsewhere))
     another = bool(_ANOTHER.search(folded))
     for template in templates:
         out.append(_score_new(text, folded, template, open_of, another, language, today))
@@ -164,14 +169,12 @@ def contains(folded: str, word: str) -> bool:
 def _score_open(
     text: str,
     folded: str,
-    state: TaskState,
-    template: TaskTemplate,
-    next_step: object,
+    open_task: OpenTask,
     language: str,
     today: date,
     names_another: bool,
 ) -> Candidate:
-    step = next_step(state)  # type: ignore[operator]
+    state, template, step = open_task.state, open_task.template, open_task.step
     expecting = step.slot if isinstance(step, AskSlot) else None
     confirming = isinstance(step, AskConfirmation)
     if is_correction(text):
