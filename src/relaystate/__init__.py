@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .actions.idempotency import idempotency_key
     from .errors import (
+        Conflict,
         DuplicateKey,
         HistoryCompacted,
         InvalidInput,
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
         RelaystateError,
         SchemaTooNew,
         ScopeError,
+        StoreError,
         StoreURLError,
         TaskLocked,
         TaskTooNew,
@@ -91,6 +93,7 @@ _WHERE = {
     "Cancel": "task.edits",
     "Completes": "task.spec",
     "Condition": "task.templates",
+    "Conflict": "errors",
     "Confirm": "task.edits",
     "DuplicateKey": "errors",
     "Fill": "task.edits",
@@ -131,6 +134,7 @@ _WHERE = {
     "Snapshot": "model",
     "Stage": "task.templates",
     "Start": "task.edits",
+    "StoreError": "errors",
     "StoreURLError": "errors",
     "Stores": "store",
     "Task": "model",
@@ -163,6 +167,7 @@ __all__ = [
     "Completes",
     "Condition",
     "Confirm",
+    "Conflict",
     "DuplicateKey",
     "Fill",
     "Finished",
@@ -201,6 +206,7 @@ __all__ = [
     "Snapshot",
     "Stage",
     "Start",
+    "StoreError",
     "StoreURLError",
     "Stores",
     "Task",

@@ -1,4 +1,24 @@
-"""The errors relaystate raises on purpose; each carries a message fit to show a person."""
+"""The errors relaystate raises on purpose; each carries a message fit to show a person.
+
+Catch a base to handle a family at once (``except Conflict``: re-read and try again); the
+HTTP API answers by the base (404, 409, 422, 503...) and names the class in its ``code``.
+
+* RelaystateError
+  + NotFound                  no such Session/Task/Action for this user (HTTP 404)
+  + HistoryCompacted          that point of a task's history was folded away (410)
+  + Conflict                  the state changed, or the request conflicts with it (409)
+    - VersionConflict, SessionConflict, ConfirmationChanged, TaskLocked, MigrationFailed,
+      DuplicateKey, RepeatedRequest, RequestKeyReused
+  + InvalidInput, InvalidSlot, TemplateError   the request can never succeed as it is (422)
+  + ScopeError                an operator's call made with a user's scope (403)
+  + StoreError                the store cannot be used now; nothing was written (503)
+    - StoreUnavailable        the database server is away
+    - StoreFileError          a SQLite file that cannot be used as it is
+      StoreMissing, StoreNotDatabase, StoreCorrupt, StoreReadOnly, StoreFull
+  + SchemaTooNew              stored state of a newer build (503)
+    - OtherBuild > TaskTooNew
+  + StoreURLError, ConfigError   a setting that cannot be used (400; the CLI exits 2)
+"""
 
 from __future__ import annotations
 
@@ -13,7 +33,18 @@ class NotFound(RelaystateError):
     """No such Session/Task/Action for this user (another user's ids look the same as none)."""
 
 
-class VersionConflict(RelaystateError):
+class Conflict(RelaystateError):
+    """The request conflicts with what is stored now: the Task or Session changed since it
+    was read, the Task can no longer take this change, or a key is already taken. Nothing
+    was written; read again and decide again (HTTP 409)."""
+
+
+class StoreError(RelaystateError):
+    """The store cannot be used right now (its server is away, its file is unusable or the
+    disk is full): nothing of the failed call was written (HTTP 503)."""
+
+
+class VersionConflict(Conflict):
     """A task changed since it was read; re-read and retry (HTTP 409)."""
 
     def __init__(self, task_id: str, expected: int, actual: int | None = None) -> None:
@@ -24,7 +55,7 @@ class VersionConflict(RelaystateError):
         super().__init__(f"task {task_id} changed: expected version {expected}, {found}")
 
 
-class SessionConflict(RelaystateError):
+class SessionConflict(Conflict):
     """A session changed since its turn read it (another turn in the same session committed
     first); nothing of this turn was written: read again and redo the turn (HTTP 409)."""
 
@@ -34,7 +65,7 @@ class SessionConflict(RelaystateError):
         super().__init__(f"session {session_id} changed since version {expected}; redo the turn")
 
 
-class ConfirmationChanged(RelaystateError):
+class ConfirmationChanged(Conflict):
     """A yes answered a summary of the task at ``seen``, but the task has changed since (now
     at ``version``, say from another device): nothing is confirmed; show it again (HTTP 409)."""
 
@@ -48,7 +79,7 @@ class ConfirmationChanged(RelaystateError):
         )
 
 
-class DuplicateKey(RelaystateError):
+class DuplicateKey(Conflict):
     """An idempotency key is already used by another action."""
 
 
@@ -62,7 +93,7 @@ class InvalidSlot(RelaystateError):
         super().__init__(f"slot {slot!r}: {reason}")
 
 
-class TaskLocked(RelaystateError):
+class TaskLocked(Conflict):
     """The task can no longer take this change (actions ran, or it is finished).
 
     ``code`` says why, for a reply in the user's language: "finished", "effect" (a side
@@ -100,7 +131,7 @@ class TaskTooNew(OtherBuild):
     not know): this build leaves it to that build, and writes nothing."""
 
 
-class MigrationFailed(RelaystateError):
+class MigrationFailed(Conflict):
     """Lifting a stored task to the template version this build runs failed: the task is
     left as it was (marked as needing attention, with the reason)."""
 
@@ -113,7 +144,7 @@ class StoreURLError(RelaystateError):
     """A store URL that no backend understands."""
 
 
-class StoreUnavailable(RelaystateError):
+class StoreUnavailable(StoreError):
     """The database a store URL names cannot be reached (down, refused, bad credentials)."""
 
 
@@ -121,7 +152,7 @@ class ScopeError(RelaystateError):
     """A call was made without the scope it needs (a user where admin is required)."""
 
 
-class RepeatedRequest(RelaystateError):
+class RepeatedRequest(Conflict):
     """Another request with the same key committed its turn first (a client retried while
     the first was still running); nothing of this one was written: read that turn back."""
 
@@ -130,7 +161,7 @@ class RepeatedRequest(RelaystateError):
         super().__init__(f"a turn with request key {key!r} is already committed")
 
 
-class RequestKeyReused(RelaystateError):
+class RequestKeyReused(Conflict):
     """A request key already answered a different request (other words, another session):
     a key names one request, so it cannot be used again for another. HTTP 409: the request
     itself is valid, it conflicts with what the key already names (the IETF draft on
@@ -159,7 +190,7 @@ class ConfigError(RelaystateError, ValueError):
     these were before they had a type of their own."""
 
 
-class StoreFileError(RelaystateError):
+class StoreFileError(StoreError):
     """A SQLite file (the store, or the demo ledger) that cannot be used as it is: ``path``
     names it, the message says what is wrong and what to do. Raised before anything is
     written, or after SQLite refused a write (then that write did not happen)."""

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import (
     ConfirmationChanged,
+    Conflict,
     DuplicateKey,
     HistoryCompacted,
     InvalidInput,
@@ -29,8 +30,7 @@ from ..errors import (
     SchemaTooNew,
     ScopeError,
     SessionConflict,
-    StoreFileError,
-    StoreUnavailable,
+    StoreError,
     TaskLocked,
     TaskTooNew,
     TemplateError,
@@ -40,29 +40,43 @@ from ..store import translate_error
 
 log = logging.getLogger("relaystate.server")
 
-# (error class, HTTP status, code); the first match wins, so subclasses come first
-_MAPPING: tuple[tuple[type[Exception], int, str], ...] = (
-    (NotFound, 404, "not_found"),
-    (VersionConflict, 409, "version_conflict"),
-    (SessionConflict, 409, "session_conflict"),
-    (ConfirmationChanged, 409, "confirmation_changed"),
-    (TaskLocked, 409, "task_locked"),
-    (MigrationFailed, 409, "migration_failed"),
-    (DuplicateKey, 409, "duplicate_key"),
-    (RepeatedRequest, 409, "repeated_request"),
-    (RequestKeyReused, 409, "idempotency_key_reused"),  # a valid request, a taken key
-    (HistoryCompacted, 410, "history_compacted"),
-    (InvalidInput, 422, "invalid_input"),
-    (InvalidSlot, 422, "invalid_slot"),
-    (TemplateError, 422, "invalid_task_type"),
-    (ScopeError, 403, "forbidden"),
-    (StoreUnavailable, 503, "unavailable"),
-    (StoreFileError, 503, "unavailable"),
-    (TaskTooNew, 503, "task_too_new"),  # a newer build serves it: a proxy tries another
-    (OtherBuild, 503, "other_build"),  # pinned to, or running in, another build
-    (SchemaTooNew, 503, "unavailable"),
-    (RelaystateError, 400, "bad_request"),
+_STATUS: tuple[tuple[type[Exception], int], ...] = (
+    (NotFound, 404),
+    (HistoryCompacted, 410),
+    (Conflict, 409),
+    (InvalidInput, 422),
+    (InvalidSlot, 422),
+    (TemplateError, 422),
+    (ScopeError, 403),
+    (StoreError, 503),
+    (SchemaTooNew, 503),  # a newer build serves it: a proxy asks another process
+    (RelaystateError, 400),
 )
+"""The status of an error, by the base it has (relaystate/errors.py draws the tree): a new
+kind of Conflict is a 409 without a line here."""
+_CODES: dict[type[Exception], str] = {
+    NotFound: "not_found",
+    HistoryCompacted: "history_compacted",
+    Conflict: "conflict",
+    VersionConflict: "version_conflict",
+    SessionConflict: "session_conflict",
+    ConfirmationChanged: "confirmation_changed",
+    TaskLocked: "task_locked",
+    MigrationFailed: "migration_failed",
+    DuplicateKey: "duplicate_key",
+    RepeatedRequest: "repeated_request",
+    RequestKeyReused: "idempotency_key_reused",  # a valid request, a taken key
+    InvalidInput: "invalid_input",
+    InvalidSlot: "invalid_slot",
+    TemplateError: "invalid_task_type",
+    ScopeError: "forbidden",
+    StoreError: "unavailable",
+    TaskTooNew: "task_too_new",
+    OtherBuild: "other_build",
+    SchemaTooNew: "unavailable",
+    RelaystateError: "bad_request",
+}
+"""The ``code`` of an error's JSON body: its own class's, else its nearest base's."""
 _HTTP_CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -133,11 +147,11 @@ def response(status: int, code: str, message: str, **headers: str) -> JSONRespon
 
 
 def status_of(exc: Exception) -> tuple[int, str]:
-    """The HTTP status and code of a relaystate error."""
-    for kind, status, code in _MAPPING:
-        if isinstance(exc, kind):
-            return status, code
-    return 500, "internal"
+    """The HTTP status of a relaystate error, by its base, and its code, by its class."""
+    status = next((s for base, s in _STATUS if isinstance(exc, base)), None)
+    if status is None:
+        return 500, "internal"
+    return status, next(_CODES[k] for k in type(exc).__mro__ if k in _CODES)
 
 
 def allowed_methods(request: Request) -> list[str]:
