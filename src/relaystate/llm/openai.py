@@ -29,21 +29,18 @@ import json
 import logging
 import os
 import re
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
-from urllib.parse import urlsplit
 
 from .base import RouteCandidate, RouteChoice, SlotSpec
+from .endpoint import Endpoint, strict_json, with_retries
+from .endpoint import EndpointError as Unusable
 from .env import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
-from .http import TransportError, post
 
 log = logging.getLogger(__name__)
 
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-"""HTTP statuses that say "try again later" rather than "this request is wrong"."""
 MAX_RESPONSE_BYTES = 1 << 20
 """A larger body is no answer to these short questions; reading stops there."""
 REPHRASE_MAX_GROWTH = 3
@@ -54,15 +51,6 @@ SUMMARY_MAX_CHARS_PER_WORD = 8
 _DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 _DIGITS = re.compile(r"[0-9]+")
 _FENCE = re.compile(r"^```[A-Za-z]*\s*\n?(.*?)\n?```$", re.DOTALL)
-
-
-class _Unusable(Exception):
-    """Why an answer cannot be used; ``retryable`` if asking again might help."""
-
-    def __init__(self, reason: str, *, retryable: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retryable = retryable
 
 
 class OpenAICompatibleModel:
@@ -84,31 +72,22 @@ class OpenAICompatibleModel:
         retries: int = 2,
         backoff: float = 0.5,
     ) -> None:
-        parts = urlsplit(base_url.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(
-                f"model base URL must be http(s)://host[:port][/path], not {base_url!r}"
-            )
-        if parts.username is not None or parts.password is not None:
-            raise ValueError("put the model API key in api_key, not in the base URL")
-        if parts.query or parts.fragment:
-            raise ValueError("model base URL must not carry a query or fragment")
+        self._endpoint = Endpoint.parse(
+            base_url,
+            "/chat/completions",
+            what="model",
+            api_key=api_key,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+        )
         if not model.strip():
             raise ValueError("a model name is required")
-        if not timeout > 0:
-            raise ValueError("timeout must be positive")
-        if retries < 0 or backoff < 0:
-            raise ValueError("retries and backoff must not be negative")
-        self.base_url = base_url.strip().rstrip("/")
+        self.base_url = self._endpoint.base_url
         self.model = model.strip()
-        self.timeout = float(timeout)
-        self.retries = int(retries)
-        self.backoff = float(backoff)
-        self._api_key = api_key or ""
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port
-        self._path = parts.path.rstrip("/") + "/chat/completions"
+        self.timeout = self._endpoint.timeout
+        self.retries = self._endpoint.retries
+        self.backoff = self._endpoint.backoff
 
     @classmethod
     def from_env(
@@ -165,8 +144,8 @@ class OpenAICompatibleModel:
             chosen = answer["id"]
             confidence = answer["confidence"]
             if not 0 <= confidence <= 1:
-                raise _Unusable(f"confidence {confidence!r} is outside [0, 1]")
-        except _Unusable as exc:
+                raise Unusable(f"confidence {confidence!r} is outside [0, 1]")
+        except Unusable as exc:
             self._decline("route", exc)
             return None
         except Exception:
@@ -212,7 +191,7 @@ class OpenAICompatibleModel:
                     if not value:
                         continue
                 values[spec.name] = value
-        except _Unusable as exc:
+        except Unusable as exc:
             self._decline("extract", exc)
             return None
         except Exception:
@@ -234,8 +213,8 @@ class OpenAICompatibleModel:
             summary = self._ask_text("summarize", system, excerpts)
             words = len(summary.split())
             if words > max_words or len(summary) > max_words * SUMMARY_MAX_CHARS_PER_WORD:
-                raise _Unusable(f"summary of {words} words exceeds the {max_words} asked for")
-        except _Unusable as exc:
+                raise Unusable(f"summary of {words} words exceeds the {max_words} asked for")
+        except Unusable as exc:
             self._decline("summarize", exc)
             return None
         except Exception:
@@ -262,16 +241,16 @@ class OpenAICompatibleModel:
         try:
             rewording = self._ask_text("rephrase", system, reply)
             if len(rewording) > REPHRASE_MAX_GROWTH * len(reply):
-                raise _Unusable("the rewording is too long")
+                raise Unusable("the rewording is too long")
             kept = Counter(_DIGITS.findall(rewording))
             wanted = Counter(_DIGITS.findall(reply))
             dropped = sorted(wanted - kept)
             if dropped:
-                raise _Unusable(f"the rewording drops {', '.join(dropped)}")
+                raise Unusable(f"the rewording drops {', '.join(dropped)}")
             added = sorted(set(kept) - set(wanted))
             if added:
-                raise _Unusable(f"the rewording adds {', '.join(added)}")
-        except _Unusable as exc:
+                raise Unusable(f"the rewording adds {', '.join(added)}")
+        except Unusable as exc:
             self._decline("rephrase", exc)
             return reply
         except Exception:
@@ -293,10 +272,10 @@ class OpenAICompatibleModel:
         fenced = _FENCE.match(content)
         if fenced:  # some servers wrap JSON in a Markdown fence despite the response format
             content = fenced.group(1).strip()
-        answer = _strict_json(content, "the answer")
+        answer = strict_json(content, "the answer")
         problem = _schema_problem(answer, schema, "$")
         if problem:
-            raise _Unusable(f"the answer does not match the schema: {problem}")
+            raise Unusable(f"the answer does not match the schema: {problem}")
         assert isinstance(answer, dict)  # the schema's root is an object
         return answer
 
@@ -306,7 +285,7 @@ class OpenAICompatibleModel:
     def _complete(
         self, purpose: str, system: str, user: str, response_format: dict[str, Any] | None
     ) -> str:
-        """The completion's text, with transient failures retried; raises _Unusable."""
+        """The completion's text, with transient failures retried; raises Unusable."""
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": [
@@ -318,54 +297,26 @@ class OpenAICompatibleModel:
         if response_format is not None:
             payload["response_format"] = response_format
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        attempt = 0
-        while True:
-            try:
-                return _completion_text(self._post(body))
-            except _Unusable as exc:
-                if not exc.retryable or attempt >= self.retries:
-                    raise
-                attempt += 1
-                delay = self.backoff * 2 ** (attempt - 1)
-                log.info(
-                    "model %s: %s; retry %d of %d in %.2fs",
-                    purpose,
-                    self._redact(exc.reason),
-                    attempt,
-                    self.retries,
-                    delay,
-                )
-                time.sleep(delay)
 
-    def _post(self, body: bytes) -> Any:
-        """One request within one deadline; the response body parsed as JSON."""
-        try:
-            answer = post(
-                self._host,
-                self._port,
-                self._path,
-                body,
-                https=self._https,
-                api_key=self._api_key,
-                timeout=self.timeout,
-                max_bytes=MAX_RESPONSE_BYTES,
+        def note(exc: Unusable, attempt: int, delay: float) -> None:
+            log.info(
+                "model %s: %s; retry %d of %d in %.2fs",
+                purpose,
+                self._redact(exc.reason),
+                attempt,
+                self.retries,
+                delay,
             )
-        except TransportError as exc:
-            raise _Unusable(exc.reason, retryable=exc.retryable) from None
-        data, status = answer.body, answer.status
-        if not 200 <= status < 300:
-            detail = _error_message(data)
-            raise _Unusable(
-                f"HTTP {status}" + (f": {detail}" if detail else ""),
-                retryable=status in RETRYABLE_STATUS,
-            )
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _Unusable("the response body is not UTF-8") from None
-        return _strict_json(text, "the response body")
 
-    def _decline(self, purpose: str, exc: _Unusable) -> None:
+        return with_retries(
+            lambda: _completion_text(self._endpoint.post_json(body, max_bytes=MAX_RESPONSE_BYTES)),
+            retries=self.retries,
+            backoff=self.backoff,
+            failure=Unusable,
+            note=note,
+        )
+
+    def _decline(self, purpose: str, exc: Unusable) -> None:
         log.warning(
             "model %s (%s at %s) gave no usable answer, falling back: %s",
             purpose,
@@ -376,9 +327,7 @@ class OpenAICompatibleModel:
 
     def _redact(self, text: str) -> str:
         """``text`` with the API key masked, should a server have echoed it back."""
-        if self._api_key and self._api_key in text:
-            text = text.replace(self._api_key, "***")
-        return text
+        return self._endpoint.redact(text)
 
 
 # -- schemas ---------------------------------------------------------------------------------
@@ -493,64 +442,30 @@ def _check_calendar_date(name: str, value: Any) -> None:
     try:
         date.fromisoformat(value)
     except (TypeError, ValueError):
-        raise _Unusable(f"$.{name} is {_short(value)}, not a calendar date") from None
+        raise Unusable(f"$.{name} is {_short(value)}, not a calendar date") from None
 
 
 # -- the wire --------------------------------------------------------------------------------
 
 
-def _strict_json(text: str, what: str) -> Any:
-    """Parse ``text`` as JSON, refusing NaN/Infinity and duplicate keys."""
-
-    def no_constants(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        result: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in result:
-                raise ValueError(f"duplicate key {key!r}")
-            result[key] = value
-        return result
-
-    try:
-        return json.loads(text, parse_constant=no_constants, object_pairs_hook=no_duplicates)
-    except (ValueError, RecursionError) as exc:
-        raise _Unusable(f"{what} is not valid JSON ({exc})") from None
-
-
 def _completion_text(body: Any) -> str:
     """The text of the first choice of a chat completion, after checking its shape."""
     if not isinstance(body, dict):
-        raise _Unusable("the response body is not a JSON object")
+        raise Unusable("the response body is not a JSON object")
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise _Unusable("the response has no choices")
+        raise Unusable("the response has no choices")
     first = choices[0]
     message = first.get("message")
     if not isinstance(message, dict):
-        raise _Unusable("the first choice has no message")
+        raise Unusable("the first choice has no message")
     refusal = message.get("refusal")
     if refusal:
-        raise _Unusable(f"the model refused: {_short(refusal)}")
+        raise Unusable(f"the model refused: {_short(refusal)}")
     finish = first.get("finish_reason")
     if finish in ("length", "content_filter"):
-        raise _Unusable(f"the answer was cut off ({finish})")
+        raise Unusable(f"the answer was cut off ({finish})")
     content = message.get("content")
     if not isinstance(content, str) or not content.strip():
-        raise _Unusable("the message has no text content")
+        raise Unusable("the message has no text content")
     return content.strip()
-
-
-def _error_message(data: bytes) -> str:
-    """The ``error.message`` of an error body, shortened; the raw body is never logged."""
-    try:
-        body = json.loads(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        return ""
-    error = body.get("error") if isinstance(body, dict) else None
-    message = error.get("message") if isinstance(error, dict) else error
-    if not isinstance(message, str):
-        return ""
-    message = " ".join(message.split())
-    return message if len(message) <= 200 else message[:197] + "..."

@@ -29,12 +29,10 @@ import os
 import re
 import struct
 import threading
-import time
 import unicodedata
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
-from urllib.parse import urlsplit
 
 from ..errors import ConfigError, InvalidInput, RelaystateError
 
@@ -55,8 +53,6 @@ E5_PREFIXES = ("query: ", "passage: ")
 """What e5 models expect before a query and a document; :class:`OpenAIEmbedder` can add them."""
 MAX_RESPONSE_BYTES = 64 << 20
 """A batch of 64 vectors of 3072 floats is about 4 MB of JSON; more than this is no answer."""
-MAX_RETRY_WAIT = 30.0
-"""The longest wait between attempts, whatever a ``Retry-After`` header asks for."""
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -273,40 +269,34 @@ class OpenAIEmbedder:
         document_prefix: str = "",
         input_type: bool = False,
     ) -> None:
-        parts = urlsplit(base_url.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(
-                f"embedding base URL must be http(s)://host[:port][/path], not {base_url!r}"
-            )
-        if parts.username is not None or parts.password is not None:
-            raise ValueError("put the embedding API key in api_key, not in the base URL")
-        if parts.query or parts.fragment:
-            raise ValueError("embedding base URL must not carry a query or fragment")
+        # imported here: a process that never embeds over HTTP does not pay for the client
+        from ..llm.endpoint import Endpoint
+
+        self._endpoint = Endpoint.parse(
+            base_url,
+            "/embeddings",
+            what="embedding",
+            api_key=api_key,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+        )
         if not model.strip():
             raise ValueError("an embedding model name is required")
-        if not timeout > 0:
-            raise ValueError("timeout must be positive")
         if dimension is not None and dimension < 1:
             raise ValueError("dimension must be positive")
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
-        if retries < 0 or backoff < 0:
-            raise ValueError("retries and backoff must not be negative")
-        self.base_url = base_url.strip().rstrip("/")
+        self.base_url = self._endpoint.base_url
         self.model = model.strip()
-        self.timeout = float(timeout)
+        self.timeout = self._endpoint.timeout
         self.batch_size = int(batch_size)
-        self.retries = int(retries)
-        self.backoff = float(backoff)
+        self.retries = self._endpoint.retries
+        self.backoff = self._endpoint.backoff
         self.prefixes: dict[Kind, str] = {"query": query_prefix, "document": document_prefix}
         self.input_type = input_type
         self._dimension = dimension
         self._dimension_lock = threading.Lock()
-        self._api_key = api_key or ""
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port
-        self._path = parts.path.rstrip("/") + "/embeddings"
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(base_url={self.base_url!r}, model={self.model!r})"
@@ -345,26 +335,27 @@ class OpenAIEmbedder:
 
     def _ask(self, body: bytes) -> Any:
         """The parsed answer to one batch, transient failures retried with backoff."""
-        attempt = 0
-        while True:
-            try:
-                return self._post(body)
-            except EmbeddingServiceError as exc:
-                if not exc.retryable:
-                    raise
-                if attempt >= self.retries:
-                    raise EmbeddingServiceError(
-                        f"{exc} (gave up after {attempt + 1} attempts)",
-                        retryable=True,
-                        status=exc.status,
-                    ) from None
-                attempt += 1
-                delay = max(self.backoff * 2 ** (attempt - 1), exc.retry_after)
-                delay = min(delay, MAX_RETRY_WAIT)
-                log.info(
-                    "embeddings: %s; retry %d of %d in %.2fs", exc, attempt, self.retries, delay
-                )
-                time.sleep(delay)
+        from ..llm.endpoint import with_retries
+
+        def note(exc: EmbeddingServiceError, attempt: int, delay: float) -> None:
+            log.info("embeddings: %s; retry %d of %d in %.2fs", exc, attempt, self.retries, delay)
+
+        try:
+            return with_retries(
+                lambda: self._post(body),
+                retries=self.retries,
+                backoff=self.backoff,
+                failure=EmbeddingServiceError,
+                note=note,
+            )
+        except EmbeddingServiceError as exc:
+            if not exc.retryable:
+                raise
+            raise EmbeddingServiceError(
+                f"{exc} (gave up after {self.retries + 1} attempts)",
+                retryable=True,
+                status=exc.status,
+            ) from None
 
     def _fail(
         self,
@@ -388,41 +379,16 @@ class OpenAIEmbedder:
 
     def _post(self, body: bytes) -> Any:
         """One request within one deadline; the response body parsed as JSON."""
-        # imported here: a process that never embeds over HTTP does not pay for http and ssl
-        from ..llm.http import TransportError, post
-        from ..llm.openai import RETRYABLE_STATUS, _error_message, _strict_json
-        from ..llm.openai import _Unusable as Unusable
+        from ..llm.endpoint import EndpointError
 
         try:
-            answer = post(
-                self._host,
-                self._port,
-                self._path,
-                body,
-                https=self._https,
-                api_key=self._api_key,
-                timeout=self.timeout,
-                max_bytes=MAX_RESPONSE_BYTES,
-            )
-        except TransportError as exc:
-            if exc.too_large:
+            return self._endpoint.post_json(body, max_bytes=MAX_RESPONSE_BYTES)
+        except EndpointError as exc:
+            if exc.answered:
                 raise self._bad(exc.reason) from None
-            raise self._fail(exc.reason, retryable=exc.retryable) from None
-        data, status = answer.body, answer.status
-        if not 200 <= status < 300:
-            detail = _error_message(data)
             raise self._fail(
-                f"HTTP {status}" + (f": {detail}" if detail else ""),
-                retryable=status in RETRYABLE_STATUS,
-                status=status,
-                retry_after=_retry_after(answer.retry_after),
-            )
-        try:
-            return _strict_json(data.decode("utf-8"), "the response body")
-        except UnicodeDecodeError:
-            raise self._bad("the response body is not UTF-8") from None
-        except Unusable as exc:
-            raise self._bad(exc.reason) from None
+                exc.reason, retryable=exc.retryable, status=exc.status, retry_after=exc.retry_after
+            ) from None
 
     def _vectors(self, body: Any, count: int) -> list[Vector]:
         """The vectors of one answer in input order, after checking every one of them."""
@@ -458,18 +424,7 @@ class OpenAIEmbedder:
                 raise self._bad(f"an embedding of dimension {size}, expected {self._dimension}")
 
     def _redact(self, text: str) -> str:
-        if self._api_key and self._api_key in text:
-            text = text.replace(self._api_key, "***")
-        return text
-
-
-def _retry_after(value: str | None) -> float:
-    """Seconds of a ``Retry-After`` header (its number form; an HTTP date counts as none)."""
-    try:
-        seconds = float(value) if value else 0.0
-    except ValueError:
-        return 0.0
-    return seconds if math.isfinite(seconds) and seconds > 0 else 0.0
+        return self._endpoint.redact(text)
 
 
 # -- multilingual-e5-small in-process ---------------------------------------------------------
