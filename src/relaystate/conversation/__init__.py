@@ -8,7 +8,7 @@ yes/no and control words (:func:`is_yes`, :func:`is_no`, :func:`control_word`), 
 from .clock import now, today
 from .dates import DateCandidate, DateMatch, find_dates, parse_date, scan_dates
 from .engine import Conversation, Turn
-from .extract import DEFAULT_CUES, EXTRACTORS, ROLE_CUES, Extraction, extract, extractor_of
+from .extract import EXTRACTORS, Extraction, extract, extractor_of
 from .intents import (
     control_word,
     detect_language,
@@ -18,6 +18,7 @@ from .intents import (
     is_yes,
 )
 from .numbers import NumberMatch, cn_to_number, find_numbers
+from .words import DEFAULT_CUES, ROLE_CUES
 
 __all__ = [
     "DEFAULT_CUES",

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -44,7 +44,33 @@ from .text import (
     phrase_source,
     phrases,
     strip_punct,
-    wordlist,
+)
+from .words import (
+    ADVERBS,
+    AMOUNT_BEFORE,
+    AMOUNT_WORDS,
+    BLOCKERS,
+    DEFAULT_CUES,
+    DESTINATION_NAMES,
+    EN_NAME_STOP,
+    EN_STOP,
+    FALLBACK_STOP,
+    FILLER_HEAD,
+    FILLER_TAIL,
+    FREE_HEAD,
+    LEFTOVER_STOP,
+    NAME_PARTICLES,
+    NOT_BEFORE_ORIGIN,
+    NOT_CHOICE_NEXT,
+    ORIGIN_NAMES,
+    PERSON_NAMES,
+    PLACE_NAMES,
+    POLITE_TAIL,
+    ROLE_CUES,
+    TEXT_ROLE_CUES,
+    WEAK_CUES,
+    ZH_NAME_STOP,
+    ZH_PLACE_STOP,
 )
 
 EXTRACTORS = ("text", "place", "person", "order_id", "amount", "number")
@@ -69,152 +95,8 @@ class Extraction:
     weakest evidence that a message belongs to a task."""
 
 
-# --- vocabulary ------------------------------------------------------------------------------
+# --- patterns: the shapes around a value (its words are in .words) -------------------------
 
-DEFAULT_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
-    "person": {
-        "en": [
-            "my name is",
-            "my name's",
-            "her name is",
-            "his name is",
-            "their name is",
-            "name is",
-            "name's",
-            "passenger is",
-            "the passenger is",
-            "passenger name is",
-            "passenger's name is",
-            "traveller is",
-            "traveler is",
-            "call me",
-            "i'm called",
-            "i am called",
-            "i'm",
-            "i am",
-            "this is",
-            "for",
-            "it's",
-            "it is",
-        ],
-        "zh": [
-            "我叫",
-            "我的名字是",
-            "我的名字叫",
-            "名字是",
-            "名字叫",
-            "姓名是",
-            "姓名",
-            "名叫",
-            "乘机人是",
-            "乘机人",
-            "乘客是",
-            "乘客",
-            "旅客是",
-            "旅客",
-            "叫我",
-            "她叫",
-            "他叫",
-            "她的名字是",
-            "他的名字是",
-            "叫做",
-        ],
-    },
-    "order_id": {
-        "en": ["order", "order number", "order no", "order id", "order #"],
-        "zh": ["订单号", "订单编号", "订单", "单号"],
-    },
-    "amount": {
-        "en": ["amount", "amount of", "refund", "refund of", "total", "total of", "cost", "costs"],
-        "zh": ["金额", "退款金额", "退款", "退", "一共", "总共", "价格", "花了", "付了"],
-    },
-}
-#: Cues of free-text slots that declare none, by what their name says they hold.
-TEXT_ROLE_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
-    "reason": {
-        "en": ["because", "since", "the reason is", "reason is", "reason:", "reason being", "as"],
-        "zh": ["因为", "原因是", "理由是", "原因：", "理由：", "由于"],
-    },
-    "symptoms": {
-        "en": ["the problem is", "it keeps", "symptoms:"],
-        "zh": ["症状是", "问题是", "毛病是"],
-    },
-}
-#: Cues for place slots that declare none, by the role their name suggests.
-ROLE_CUES: Mapping[str, Mapping[str, Sequence[str]]] = {
-    "origin": {
-        "en": ["from", "departing from", "leaving from", "flying from", "out of", "{} to"],
-        "zh": ["从", "由", "出发地", "{}出发", "{}起飞", "{}到", "{}飞", "{}至"],
-        "any": ["{}→", "{}->", "{}➔", "{}=>"],
-    },
-    "destination": {
-        "en": [
-            "to",
-            "flying to",
-            "going to",
-            "heading to",
-            "arriving in",
-            "arriving at",
-            "fly into",
-            "flying into",
-            "landing in",
-            "landing at",
-            "bound for",
-        ],
-        "zh": ["到", "去", "飞", "飞往", "前往", "目的地", "到达", "抵达", "回", "至"],
-        "any": ["→", "->", "➔", "=>"],
-    },
-}
-_ORIGIN_NAMES = ("origin", "from", "departure", "depart", "source", "start")
-_DESTINATION_NAMES = ("destination", "dest", "to", "arrival", "arrive")
-_PLACE_NAMES = (*_ORIGIN_NAMES, *_DESTINATION_NAMES, "city", "place", "location", "where")
-_PERSON_NAMES = ("name", "passenger", "person", "traveller", "traveler", "customer", "contact")
-
-#: Words that end a place or a name in English.
-_EN_STOP = frozenset(
-    wordlist(
-        """on at in for by with via and or but then to from into onto tomorrow today tonight
-    please next this that these those the a an i i'm i'd i'll we you he she they it it's is
-    are was were be been am would will can could should shall want wants need needs like
-    fly flying flight flights go going travel travelling traveling leave leaving depart
-    departing arrive arriving return returning book booking get ticket tickets class seat
-    seats cabin around about early late morning afternoon evening night asap thanks thank
-    instead actually rather not no yes as if so because since which who where when my your
-    our their his her me us them now soon one two both also too ok okay economy business
-    first date passenger name order refund check change confirm cancel know see ask make pay
-    buy do have say tell find look talk speak stay meet visit help show give take use try
-    start finish work call email send hi hello hey there dear sorry cheers regards good"""
-    )
-)
-_ADVERBS = frozenset(["first", "second", "last", "next", "standard", "normal"])
-"""Choice words that can also open a sentence as an adverb ("First, I need...")."""
-_NAME_PARTICLES = frozenset(
-    ["de", "da", "del", "della", "di", "la", "le", "van", "von", "du", "el"]
-)
-_NOT_BEFORE_ORIGIN = frozenset(["for", "with", "by", "and", "or", "is", "am", "are", "me", "us"])
-_EN_NAME_STOP = _EN_STOP - {"will", "rather", "early", "late", "soon", "first", "may"}
-_ZH_PLACE_STOP = phrases(
-    wordlist(
-        """的 了 吧 呢 啊 吗 呀 哦 嘛 出发 起飞 飞机 机票 航班 票 坐 乘 要 想 订 买 帮 给 还有 然后
-    再 在 是 我 你 他 她 出差 旅游 旅行 玩 开会 参加 看望 见 找 办事 上班 探亲 度假 一张 一个
-    两张 舱 经济 商务 头等 谢谢 请 麻烦 可以 行吗 好吗 怎么 什么 那边 这边 附近 改 换 来 回"""
-    )
-)
-_ZH_NAME_STOP = phrases(
-    wordlist(
-        """的 了 吧 呢 啊 吗 呀 哦 嘛 要 想 订 买 去 到 从 飞 坐 乘 是 我 你 谢谢 请 麻烦 先生 女士
-    小姐 和 跟 出发 机票 一张 在"""
-    )
-)
-#: Chinese words that contain a cue character without being that cue.
-_BLOCKERS = phrases(
-    wordlist(
-        """飞机 起飞 飞行 收到 得到 找到 到底 到时 到时候 回来 回去 过去 出去 进去 上去 下去 从来
-    从不 从没 去年 去过 到了吗 改签 签到"""
-    )
-)
-#: Person cues that also start other sentences: their value must be capitalised.
-_WEAK_CUES = frozenset(["i'm", "i am", "this is", "for", "it's", "it is"])
 _CUE_SUFFIX = (
     r"(?:\s+(?:is|was|to|should\s+be|will\s+be)(?![a-z0-9])|\s*[:=]|改成|改为|换成|换为|是|为|叫)"
 )
@@ -227,28 +109,17 @@ _SWAP = re.compile(
     r"(?:sorry[\s,]*|还是|是)?"
 )
 _WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z']*)\s+$")
-_AMOUNT_WORDS = frozenset(
-    wordlist(
-        """about around like maybe just only refund refunded is be me back for of total to make
-    it that pay paid cost costs was approx approximately roughly say exactly want need get give
-    return returned with at than and or but no not yes ok okay please then so um uh hmm well
-    all the charge charged spent spend price amount sum i'd i think guess prefer rather instead
-    actually us usd rmb cny eur gbp jpy hkd"""
-    )
-)
 
 
 def _part_of_a_name(text: str, start: int) -> bool:
     """Whether the number at ``start`` follows a word it belongs to ("iPhone 15", "苹果15"),
     rather than one that leads to an amount ("refund 15", "退15", "about 15")."""
     if start and is_cjk(text[start - 1]):
-        return text[start - 1] not in _AMOUNT_BEFORE
+        return text[start - 1] not in AMOUNT_BEFORE
     word = _WORD_BEFORE.search(text[:start])
-    return word is not None and fold(word.group(1)) not in _AMOUNT_WORDS
+    return word is not None and fold(word.group(1)) not in AMOUNT_WORDS
 
 
-_AMOUNT_BEFORE = frozenset("退付花共计合是要为给了到约额价款费用收赔补返剩差就吧那个只才")
-"""Chinese characters a number may follow straight on and still be an amount (退300)."""
 _COUNTED = re.compile(
     r"\s*(?!(?:bucks|dollars?|yuan|rmb|usd|back)(?![a-z]))[a-z]|\s*[个件张台只条部本次天年月号岁点]"
 )
@@ -259,27 +130,6 @@ _CONNECTOR = re.compile(
     r"around|on|for)(?![a-z])|是|为|叫|号|在|了|写成|写|填成|填写|填|一?趟)*"
 )
 
-_FILLER_HEAD = phrases(
-    wordlist(
-        """it's|it is|its|it will be|it'll be|that's|that is|that would be|it should be|should be|
-    i think|i guess|i'd say|let's say|say|um|uh|er|erm|hmm|well|so|oh|ok|okay|yes|yeah|sure|
-    actually|please|make it|make that|change it to|change that to|change to|switch to|
-    switch it to|instead|how about|what about|sorry|i meant|i mean|no|nope|wrong|
-    the answer is|my answer is|i'm|i am|this is|call me|probably|maybe|just|and|but|
-    是|就是|应该是|我是|嗯|嗯嗯|额|呃|哦|那个|那就|那么|就|改成|改为|换成|不对|其实|我想|
-    我要|我想要|要|还是|好的|对|呀|啊|我说|我是说|我的意思是|是说|叫|那好吧|好吧|那好|行吧|那行|
-    算了|写|填""",
-        "|",
-    )
-)
-_FILLER_TAIL = phrases(
-    wordlist(
-        """please|thanks|thank you|instead|then|i think|i guess|maybe|probably|ok|okay|actually|
-    i mean|thx|吧|啊|呀|哦|呢|嘛|哈|了|的|好了|就行|就好|谢谢|谢谢你|可以吗|行吗|好吗|
-    就可以|哈哈|吧谢谢|先生|女士|小姐""",
-        "|",
-    )
-)
 _DANGLING = re.compile(
     r"[\s,;:\-–—]+(?:(?:and|so|but|then|or)\s+)?(?:(?:i\s+)?(?:want|need|would like|'d like)"
     r"(?:\s+to)?\s+)?(?:get|give|have|want|need|please|and|so|but|then|or)?[\s,;:\-–—]*$"
@@ -287,22 +137,6 @@ _DANGLING = re.compile(
     re.IGNORECASE,
 )
 """What a clause trails off with once its value is taken out: "- and get", ", so"."""
-_FREE_HEAD = phrases(
-    wordlist(
-        "um|uh|er|erm|hmm|well|so|oh|ok|okay|嗯|嗯嗯|额|呃|哦|那个|那就|好吧|那好吧|等下|等一下|等等|"
-        "wait|hold on",
-        "|",
-    )
-)
-_POLITE_TAIL = phrases(["please", "thanks", "thank you", "thx", "谢谢", "谢谢你", "麻烦了"])
-_FALLBACK_STOP = phrases(
-    wordlist(
-        """i|you|we|me|my|don't|dont|not|know|want|need|think|sure|maybe|yet|is|are|am|was|can|
-    could|would|should|what|why|how|idea|dunno|whatever|anything|anywhere|somewhere|
-    我|你|不知道|没|想|还|吗|呢|什么|怎么|哪|为什么|随便|都行|不清楚|不确定""",
-        "|",
-    )
-)
 _NEGATION = re.compile(
     r"(?:(?<![a-z])(?:not|no|never|except|instead of|rather than)|n't(?:\s+(?:want|need|like))?"
     r"|不是|不要|不用|不坐|不去|不飞|不从|而不是|别|并非|并不是)\s*"
@@ -314,13 +148,6 @@ _NOT_BUT = (
     re.compile(r"^\s*not\s+(?P<old>[^,]+),\s*(?P<new>.+)$", re.IGNORECASE),
     re.compile(r"^\s*(?:应该)?是?(?P<new>[^，,]+?)[，,\s]*(?:而)?不是(?P<old>.+)$"),
     re.compile(r"^\s*(?P<new>.+?),?\s+not\s+(?P<old>[^,]+)$", re.IGNORECASE),
-)
-#: Words after an English choice word that show it is not the choice ("business trip").
-_NOT_CHOICE_NEXT = frozenset(
-    wordlist(
-        "trip trips meeting meetings travel purposes purpose reasons reason day days time "
-        "times of thing things hour hours"
-    )
 )
 _WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|['.\-](?=[^\W\d_]))*")
 _CODE = re.compile(
@@ -353,18 +180,18 @@ def extractor_of(slot: Slot) -> str:
         return "amount"
     if words[0] == "order" and slot.pattern is None:
         return "order_id"
-    if words[-1] in _PERSON_NAMES or words[0] in ("passenger", "traveller", "traveler"):
+    if words[-1] in PERSON_NAMES or words[0] in ("passenger", "traveller", "traveler"):
         return "person"
-    if any(w in _PLACE_NAMES for w in words):
+    if any(w in PLACE_NAMES for w in words):
         return "place"
     return "text"
 
 
 def _role(slot: Slot) -> str | None:
     words = slot.name.lower().split("_")
-    if any(w in _ORIGIN_NAMES for w in words):
+    if any(w in ORIGIN_NAMES for w in words):
         return "origin"
-    if any(w in _DESTINATION_NAMES for w in words):
+    if any(w in DESTINATION_NAMES for w in words):
         return "destination"
     return None
 
@@ -638,11 +465,11 @@ class _Reader:
                 if overlaps(start, end, self.taken()):
                     continue
                 term = " ".join(m.group().split())
-                if term in _ADVERBS and self._adverb(start, end, slot):
+                if term in ADVERBS and self._adverb(start, end, slot):
                     continue
                 if term.isascii():
                     following = re.match(r"\s+([a-z]+)", self.folded[end:])
-                    if following and following.group(1) in _NOT_CHOICE_NEXT:
+                    if following and following.group(1) in NOT_CHOICE_NEXT:
                         continue
                 tail = around.match(self.folded, end) if words else None
                 if tail:
@@ -686,7 +513,7 @@ class _Reader:
                 self.items.append(_Item("money", n.start, n.end, n.value, relevant=relevant))
 
     def blockers(self) -> None:
-        for m in _BLOCKERS.finditer(self.folded):
+        for m in BLOCKERS.finditer(self.folded):
             if not overlaps(m.start(), m.end(), self.taken()):
                 self.items.append(_Item("block", m.start(), m.end(), relevant=False))
 
@@ -752,7 +579,7 @@ class _Reader:
         found = _read_after(self, hit.end, stop, kind)
         cue = " ".join(self.folded[hit.start : hit.end].split())
         # "I'm Li Lei" names someone, "I'm tired" does not.
-        weak = cue in _WEAK_CUES
+        weak = cue in WEAK_CUES
         words = str(found[0]).split() if found is not None else []
         capitalised = all(w[:1].isupper() for w in words)
         # in a message typed all in lower case, "for marcus johnson" still names someone
@@ -899,7 +726,7 @@ class _Reader:
             if not 2 <= len(words) <= 4 or not all(_WORD.fullmatch(w) for w in words):
                 continue
             if not all(w[0].isupper() for w in words) or any(
-                fold(w) in _EN_NAME_STOP for w in words
+                fold(w) in EN_NAME_STOP for w in words
             ):
                 continue
             if _is_place(clause) or _shape_problem(clause, "person") is not None:
@@ -974,7 +801,7 @@ class _Reader:
             # "it's for my son, Tom Hanks": the clause that reads as the answer, if one does
             if kind == "place":  # a known city, or nothing that reads as something else
                 shaped = [p for p in pieces if _is_place(p)]
-                if not shaped and not any(_FALLBACK_STOP.search(fold(p)) for p in pieces):
+                if not shaped and not any(FALLBACK_STOP.search(fold(p)) for p in pieces):
                     shaped = pieces
             else:
                 shaped = [p for p in pieces if _shape_problem(p, kind) is None]
@@ -1150,8 +977,8 @@ def _trim(text: str, *, free: bool = False) -> str:
     hesitations and politeness."""
     if free:
         text = _DANGLING.sub("", text)  # "the left bud crackles - and get"
-        return _strip_phrases(text, _FREE_HEAD, _POLITE_TAIL).strip()
-    return _strip_phrases(text, _FILLER_HEAD, _FILLER_TAIL).strip()
+        return _strip_phrases(text, FREE_HEAD, POLITE_TAIL).strip()
+    return _strip_phrases(text, FILLER_HEAD, FILLER_TAIL).strip()
 
 
 def _not_but(text: str) -> str:
@@ -1194,19 +1021,8 @@ def _meaningful(piece: str) -> bool:
     """More than filler: two Chinese characters, or an English word that says something."""
     if sum(map(is_cjk, piece)) >= 2:
         return True
-    words = [w for w in re.findall(r"[a-z']+", fold(piece)) if w not in _LEFTOVER_STOP]
+    words = [w for w in re.findall(r"[a-z']+", fold(piece)) if w not in LEFTOVER_STOP]
     return len(words) >= 2 or any(len(w) >= 4 for w in words)
-
-
-_LEFTOVER_STOP = frozenset(
-    wordlist(
-        "a an the my for of to on in it its is please me i'd i i'm and so just about this that "
-        "with from order number also too want need like can could would you get help some one "
-        "another new again now then there here want wanna hi hello hey thanks thank ok okay "
-        "yes sure do does did be been have has return give send back money refund refunded "
-        "let us"
-    )
-)
 
 
 def _choice_prefix(slot: Slot, piece: str) -> str | None:
@@ -1233,10 +1049,10 @@ def _reason(slot: Slot, piece: str) -> str:
 def _shape_problem(value: str, kind: str) -> Problem | None:
     folded = fold(value)
     if kind == "place":
-        odd = any(ch.isdigit() for ch in value) or _FALLBACK_STOP.search(folded)
+        odd = any(ch.isdigit() for ch in value) or FALLBACK_STOP.search(folded)
         if odd or len(value.split()) > 6 or sum(map(is_cjk, value)) > 12:
             return Problem("place", f"{value!r} does not look like a place", value=value)
-    if kind == "person" and (_FALLBACK_STOP.search(folded) or not _looks_like_name(value)):
+    if kind == "person" and (FALLBACK_STOP.search(folded) or not _looks_like_name(value)):
         return Problem("name", f"{value!r} does not look like a name", value=value)
     if kind == "order_id" and not re.search(r"\d", value):
         return Problem("order", f"{value!r} does not look like an order number", value=value)
@@ -1257,7 +1073,7 @@ def _says_nothing(value: str, kind: str) -> bool:
     if kind == "place" and _city(value) is not None:
         return False  # CAN is Guangzhou's code, not "can"
     if kind in ("place", "person"):
-        return any(ch.isdigit() for ch in value) or bool(_FALLBACK_STOP.search(fold(value)))
+        return any(ch.isdigit() for ch in value) or bool(FALLBACK_STOP.search(fold(value)))
     return False
 
 
@@ -1281,7 +1097,7 @@ def _looks_like_name(value: str) -> bool:
         return cjk == len(value.replace("·", "")) and 2 <= cjk <= 6
     words = value.split()
     if any(
-        fold(w) in _EN_NAME_STOP and (i == 0 or not w[:1].isupper()) for i, w in enumerate(words)
+        fold(w) in EN_NAME_STOP and (i == 0 or not w[:1].isupper()) for i, w in enumerate(words)
     ):
         return False  # "the", "that's too pricey" (but "Nguyen Van An")
     return 1 <= len(words) <= 4 and all(_WORD.fullmatch(w) for w in words)
@@ -1299,7 +1115,7 @@ def _read_after(reader: _Reader, pos: int, stop: int, kind: str) -> tuple[Any, i
             if text[end] == "." and (end + 1 >= len(text) or text[end + 1].isspace()):
                 break
             end += 1
-        value = _strip_phrases(text[start:end], None, _POLITE_TAIL).strip()
+        value = _strip_phrases(text[start:end], None, POLITE_TAIL).strip()
         return (value, start, start + len(value)) if value else None
     if kind == "order_id":
         m = _TOKEN.match(reader.plain, start, stop)
@@ -1321,7 +1137,7 @@ def _read_after(reader: _Reader, pos: int, stop: int, kind: str) -> tuple[Any, i
         end = start
         while end < stop and (is_cjk(text[end]) or text[end] == "·"):
             end += 1
-        cut = (_ZH_PLACE_STOP if kind == "place" else _ZH_NAME_STOP).search(folded, start, end)
+        cut = (ZH_PLACE_STOP if kind == "place" else ZH_NAME_STOP).search(folded, start, end)
         end = cut.start() if cut else end
         value = text[start:end]
         if not value or not _fits(value, kind):
@@ -1353,13 +1169,13 @@ def _name_word(word: str, cased: bool, first: bool) -> bool:
     ("Li Lei", "New York") they start with one, but for particles ("Rio de Janeiro")."""
     if not cased or word[0].isupper():
         return True
-    return not first and fold(word) in _NAME_PARTICLES
+    return not first and fold(word) in NAME_PARTICLES
 
 
 def _english_words(reader: _Reader, start: int, stop: int, kind: str) -> int:
     """End of the run of name-like words from ``start``, before a stop word."""
     limit = 5 if kind == "place" else 4
-    stops = _EN_STOP if kind == "place" else _EN_NAME_STOP
+    stops = EN_STOP if kind == "place" else EN_NAME_STOP
     end = start
     count = 0
     pos = start
@@ -1378,7 +1194,7 @@ def _english_words(reader: _Reader, start: int, stop: int, kind: str) -> int:
         if gap is None:
             break
         pos = gap.end()
-    while count and reader.text[start:end].split()[-1] in _NAME_PARTICLES:
+    while count and reader.text[start:end].split()[-1] in NAME_PARTICLES:
         end = start + reader.text[start:end].rstrip().rfind(" ")
         count -= 1
     return end if count else start
@@ -1406,7 +1222,7 @@ def _read_before(reader: _Reader, floor: int, pos: int, kind: str) -> tuple[Any,
             start -= 1
         if start > 0 and text[start - 1].isascii() and text[start - 1].isalnum():
             return None  # "3号线到...": the words belong to "3号线", not a place of their own
-        stops = _ZH_PLACE_STOP if kind == "place" else _ZH_NAME_STOP
+        stops = ZH_PLACE_STOP if kind == "place" else ZH_NAME_STOP
         for m in stops.finditer(folded, start, end):
             start = max(start, m.end())
         value = text[start:end]
@@ -1416,7 +1232,7 @@ def _read_before(reader: _Reader, floor: int, pos: int, kind: str) -> tuple[Any,
     words = list(_WORD.finditer(text, floor, end))
     kept: list[re.Match[str]] = []
     for m in reversed(words):
-        if fold(m.group()).rstrip(".") in _EN_STOP or len(kept) >= 4:
+        if fold(m.group()).rstrip(".") in EN_STOP or len(kept) >= 4:
             break
         if kept and text[m.end() : kept[-1].start()].strip():
             break
@@ -1427,7 +1243,7 @@ def _read_before(reader: _Reader, floor: int, pos: int, kind: str) -> tuple[Any,
     if not all(_name_word(m.group(), reader.cased, m is first) for m in kept):
         return None
     before = [m for m in words if m.end() <= first.start()]
-    if before and fold(before[-1].group()) in _NOT_BEFORE_ORIGIN:
+    if before and fold(before[-1].group()) in NOT_BEFORE_ORIGIN:
         return None  # "a flight for Li Lei to Tokyo": Li Lei is not where it starts
     return text[first.start() : end], first.start(), end
 
