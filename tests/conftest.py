@@ -79,9 +79,21 @@ def redis_url(redis_server: str) -> str:
     return redis_server
 
 
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A SQLite store URL of a file of one test's own (not created yet)."""
+    return f"sqlite:///{tmp_path}/store.db"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sql_store_url(request: pytest.FixtureRequest) -> str:
+    """A store URL of each SQL backend in turn: a SQLite file, then a PostgreSQL database."""
+    return str(request.getfixturevalue(f"{request.param}_url"))
+
+
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
-def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def any_store_url(request: pytest.FixtureRequest) -> str:
     """A store URL of each backend in turn: ``memory://``, a SQLite file, a PostgreSQL db."""
-    if request.param == "postgres":
-        return str(request.getfixturevalue("postgres_url"))
-    return "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/store.db"
+    if request.param == "memory":
+        return "memory://"
+    return str(request.getfixturevalue(f"{request.param}_url"))

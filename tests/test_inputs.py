@@ -41,8 +41,7 @@ from relaystate.conversation import Conversation, find_numbers, scan_dates
 from relaystate.demo import templates
 from relaystate.inputs import DEFAULT_MAX_TEXT, MAX_SAFE_INTEGER, MAX_TEXT_ENV
 from relaystate.runtime.views import to_json
-
-from .conformance.support import create, new_task
+from relaystate.testing.records import create, new_task
 
 ALICE = Scope.user("alice")
 ADMIN = Scope.admin("test")

@@ -1,8 +1,8 @@
 """The Redis session cache: in front of every embedded store, through expiry and outages.
 
-The cache plays the session role only; the session-role conformance tests run against it in
-tests/conformance. These tests are about what only a cache does: TTLs, rebuilding from the
-durable store, several caches racing on one session, and Redis going away.
+The cache plays the session role only; the session-role conformance tests (relaystate.testing)
+run against it in tests/conformance. These tests are about what only a cache does: TTLs,
+rebuilding from the durable store, several caches racing on one session, and Redis going away.
 """
 
 from __future__ import annotations

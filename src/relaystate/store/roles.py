@@ -4,7 +4,7 @@
 ``TaskStore``      Tasks, their Actions, the journal and baselines; ``commit`` is the one
                    write path (task + actions + journal + the turn's session and messages)
 ``SessionStore``   Sessions and their messages (Redis plays this role alone, as a cache)
-``Coordination``   recovery claims and the worker registry (later: the work queue)
+``Coordination``   recovery claims, the worker registry and the work queue
 ``SchemaAdmin``    the database schema's version and its upgrades (SQL backends)
 ``Identities``     the HTTP API's keys (hashed), by user
 ``Memories``       long-term memory: items per user and namespace, their full-text index
@@ -14,8 +14,9 @@
 =================  =====================================================================
 
 A backend subclasses the roles it plays; :class:`~relaystate.store.bundle.Stores` binds one
-backend per role, and the conformance suite (``tests/conformance/<role>/``) runs each role's
-tests against every backend that plays it. Finer differences are ``capabilities`` flags.
+backend per role, and the conformance suite (:mod:`relaystate.testing`, one suite class per
+role) runs each role's tests against every backend that plays it, a user's own included.
+Finer differences are ``capabilities`` flags.
 
 Reads of user data take a :class:`~relaystate.scope.Scope`: a user scope sees that user's
 rows only, and another user's ids answer like ids that do not exist. Maintenance reads

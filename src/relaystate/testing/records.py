@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
-from relaystate import Scope
-from relaystate.model import Action, Message, Session, Task, TaskState
-from relaystate.store import Commit
-from relaystate.task.journal import entry_for
+from ..model import Action, Message, Session, Task, TaskState
+from ..scope import Scope
+from ..store import Commit
+from ..task.journal import entry_for
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ADMIN = Scope.admin("conformance")
@@ -16,7 +17,7 @@ ALICE = Scope.user("alice")
 MALLORY = Scope.user("mallory")
 
 
-class Committer:
+class Committer(Protocol):
     """Anything with ``commit(Commit)``: a TaskStore, or the Stores bundle."""
 
     def commit(self, commit: Commit) -> None: ...

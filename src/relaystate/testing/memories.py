@@ -1,0 +1,182 @@
+"""The memory role: items per user and namespace, found by their words (English and
+Chinese), filtered, with vectors per embedder; one user never sees another's."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from ..model import MemoryItem
+from ..store import Memories, Stores
+from ..store.roles import MemoryFilter
+from ..store.terms import query_terms
+from .fixtures import Conformance, required
+from .records import T0
+
+
+def item(
+    item_id: str, text: str, *, user: str = "alice", ns: str = "chat", days: int = 0, **kw: object
+) -> MemoryItem:
+    return MemoryItem(item_id, user, ns, text, T0 + timedelta(days=days), **kw)  # type: ignore[arg-type]
+
+
+def words(
+    memories: Memories, query: str, *, user: str = "alice", k: int = 10, **kw: object
+) -> list[str]:
+    where = MemoryFilter(**kw) if kw else None  # type: ignore[arg-type]
+    return [i for i, _ in memories.search_words(user, "chat", query_terms(query), k=k, where=where)]
+
+
+class MemoryRoleTests(Conformance):
+    """Long-term memory: items by id, keyword and vector search, scoped by user and namespace."""
+
+    @pytest.fixture
+    def memories(self, bundle: Stores) -> Memories:
+        return required(bundle.memories, "memories")
+
+    def test_items_are_stored_read_back_and_replaced_by_id(self, memories: Memories) -> None:
+        first = item("t1", "Caroline went to a support group", source="turn", metadata={"s": 1})
+        assert memories.put_memories([first, item("t2", "Melanie paints")], at=T0) == 2
+        [got] = memories.get_memories("alice", "chat", ["t1"])
+        assert (got.id, got.text, got.source, got.metadata, got.time) == (
+            "t1",
+            first.text,
+            "turn",
+            {"s": 1},
+            first.time,
+        )
+        assert got.added_at == T0
+        assert [m.id for m in memories.get_memories("alice", "chat", ["t2", "nope", "t1"])] == [
+            "t2",
+            "t1",
+        ]
+        memories.put_memories([item("t1", "Caroline moved to Sweden", cites=("t2",))], at=T0)
+        assert memories.count_memories("alice", "chat") == 2
+        [again] = memories.get_memories("alice", "chat", ["t1"])
+        assert again.text == "Caroline moved to Sweden" and again.cites == ("t2",)
+        assert words(memories, "support group") == []  # the old words left the index
+        assert words(memories, "Sweden") == ["t1"]
+
+    def test_search_ranks_by_words_and_stems(self, memories: Memories) -> None:
+        memories.put_memories(
+            [
+                item("a", "We adopted a puppy last week"),
+                item("b", "The puppy loves painting sessions with Melanie"),
+                item("c", "Melanie painted a sunset by the lake"),
+                item("d", "Nothing to see here"),
+            ],
+            at=T0,
+        )
+        found = words(memories, "What did Melanie paint at the lake?")
+        assert found[0] == "c" and "d" not in found  # most words; "paint" finds "painted"
+        assert set(found) == {"b", "c"}
+        assert words(memories, "puppy", k=1) in (["a"], ["b"])
+        assert words(memories, "the of and") == []  # stop words only: nothing to look for
+
+    def test_chinese_is_found_inside_a_sentence(self, memories: Memories) -> None:
+        memories.put_memories(
+            [
+                item("z1", "我下个月想去北京看长城"),
+                item("z2", "上海的天气很热"),
+                item("z3", "book a flight to Beijing"),
+            ],
+            at=T0,
+        )
+        assert words(memories, "北京")[0] == "z1"
+        assert words(memories, "长城在哪里") == ["z1"]
+        assert words(memories, "上海天气")[0] == "z2"
+
+    def test_one_user_or_namespace_never_sees_another(self, memories: Memories) -> None:
+        memories.put_memories(
+            [
+                item("x", "alice's secret recipe"),
+                item("x", "bob's secret recipe", user="bob"),
+                item("y", "alice's work recipe", ns="work"),
+            ],
+            at=T0,
+        )
+        assert words(memories, "secret recipe") == ["x"]
+        assert [m.text for m in memories.get_memories("alice", "chat", ["x"])] == [
+            "alice's secret recipe"
+        ]
+        assert [m.text for m in memories.get_memories("bob", "chat", ["x", "y"])] == [
+            "bob's secret recipe"
+        ]
+        assert words(memories, "recipe", user="carol") == []
+        assert (
+            memories.count_memories("alice", "work") == 1
+            and memories.count_memories("bob", "work") == 0
+        )
+
+    def test_filters_by_time_source_and_task(self, memories: Memories) -> None:
+        memories.put_memories(
+            [
+                item("old", "trip to Paris", days=0, source="turn", task_id="t-1"),
+                item("mid", "trip to Paris again", days=5, source="doc"),
+                item("new", "trip to Paris once more", days=10, source="turn", task_id="t-2"),
+            ],
+            at=T0,
+        )
+        assert set(words(memories, "Paris", since=T0 + timedelta(days=1))) == {"mid", "new"}
+        assert set(words(memories, "Paris", until=T0 + timedelta(days=5))) == {"old"}
+        assert set(words(memories, "Paris", sources=("turn",))) == {"old", "new"}
+        assert words(memories, "Paris", task_ids=("t-2",)) == ["new"]
+
+    def test_the_k_best_are_the_same_however_deep_and_with_a_filter_that_keeps_all(
+        self,
+        memories: Memories,
+    ) -> None:
+        """SQLite cuts the ranking before reading the items when there is no filter, and after
+        when there is one: both give the same order, ties by insertion, with other owners' rows
+        matching the same words in the index."""
+        texts = ["paris trip", "paris", "trip", "a long trip to paris with friends", "paris paris"]
+        mine = [item(f"m{n}", texts[n % len(texts)], days=n % 3) for n in range(40)]
+        others = [item(f"o{n}", "paris trip paris", user="bob") for n in range(40)]
+        others += [item(f"w{n}", "paris trip", ns="work") for n in range(40)]
+        memories.put_memories([*others, *mine], at=T0)
+        deep = words(memories, "trip to Paris", k=40)
+        assert sorted(deep) == sorted(m.id for m in mine)
+        for k in (1, 3, 10, 25):
+            assert words(memories, "trip to Paris", k=k) == deep[:k]
+        everything = words(memories, "trip to Paris", k=40, since=T0 - timedelta(days=1))
+        assert everything == deep
+
+    def test_vectors_per_embedder_and_what_still_needs_one(self, memories: Memories) -> None:
+        memories.put_memories([item("a", "one"), item("b", "two"), item("c", "three")], at=T0)
+        before = memories.memory_generation("alice", "chat")
+        assert [m.id for m in memories.unembedded("alice", "chat", "e1", limit=10)] == [
+            "a",
+            "b",
+            "c",
+        ]
+        va, vb = np.arange(4, dtype="<f4").tobytes(), np.ones(4, dtype="<f4").tobytes()
+        memories.put_vectors("alice", "chat", "e1", [("a", va), ("b", vb)])
+        assert memories.memory_generation("alice", "chat") != before
+        assert memories.load_vectors("alice", "chat", "e1") == [("a", va), ("b", vb)]
+        assert memories.load_vectors("alice", "chat", "e2") == []
+        assert memories.load_vectors("bob", "chat", "e1") == []
+        assert [m.id for m in memories.unembedded("alice", "chat", "e1", limit=10)] == ["c"]
+        memories.put_memories([item("a", "one, rewritten")], at=T0)  # its vector is stale: gone
+        assert [i for i, _ in memories.load_vectors("alice", "chat", "e1")] == ["b"]
+        assert {m.id for m in memories.unembedded("alice", "chat", "e1", limit=10)} == {"a", "c"}
+
+    def test_the_latest_items_of_a_namespace_or_a_task(self, memories: Memories) -> None:
+        memories.put_memories(
+            [
+                item("t3", "third", days=3, task_id="a"),
+                item("t1", "first", days=1, task_id="a"),
+                item("t2", "second", days=2, task_id="b"),
+                item("t4", "fourth", days=4, task_id="a"),
+            ],
+            at=T0,
+        )
+        latest = memories.latest_memories("alice", "chat", limit=2)
+        assert [m.id for m in latest] == ["t3", "t4"]  # oldest first
+        assert [m.id for m in memories.latest_memories("alice", "chat", task_id="a", limit=9)] == [
+            "t1",
+            "t3",
+            "t4",
+        ]
+        assert memories.latest_memories("bob", "chat", limit=9) == []
