@@ -127,15 +127,16 @@ def postgres() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def redis() -> Iterator[str]:
-    """A new Redis server without persistence; yields its URL."""
-    if os.environ.get("RELAYSTATE_TEST_REDIS"):
+def redis(port: int | None = None) -> Iterator[str]:
+    """A new Redis server without persistence, on ``port`` (a free one if None; then
+    ``RELAYSTATE_TEST_REDIS`` may name a server that already runs); yields its URL."""
+    if port is None and os.environ.get("RELAYSTATE_TEST_REDIS"):
         yield os.environ["RELAYSTATE_TEST_REDIS"]
         return
     binary = shutil.which("redis-server")
     if binary is None:
         raise Unavailable("no redis-server on this machine")
-    port = free_port()
+    port = port or free_port()
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,

@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from relaystate import Runtime, Scope, open_store
 
 from .hammer import CHAT
@@ -20,20 +18,13 @@ ROUNDS = 20
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/hammer.db"
-    return str(request.getfixturevalue("postgres_url"))
-
-
-def test_32_processes_lose_no_update(url: str) -> None:
-    with Runtime(open_store(url), [CHAT]) as rt:
+def test_32_processes_lose_no_update(sql_store_url: str) -> None:
+    with Runtime(open_store(sql_store_url), [CHAT]) as rt:
         shared = rt.start(Scope.user("u"), "chat").task.id
         own = [rt.start(Scope.user("u"), "chat").task.id for _ in range(PROCESSES)]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.hammer", url, "u", shared, own[i], str(ROUNDS)],
+            [sys.executable, "-m", "tests.hammer", sql_store_url, "u", shared, own[i], str(ROUNDS)],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -46,7 +37,7 @@ def test_32_processes_lose_no_update(url: str) -> None:
         out, err = proc.communicate(timeout=240)
         assert proc.returncode == 0, err
         reports.append(json.loads(out))
-    with Runtime(open_store(url), [CHAT]) as rt:
+    with Runtime(open_store(sql_store_url), [CHAT]) as rt:
         final = rt.task(ADMIN, shared).task
         counts = final.context["count"]
         # Every increment that returned success is in the row: none was lost.

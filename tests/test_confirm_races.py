@@ -18,11 +18,10 @@ BOOK = "book a flight from Beijing to Shanghai on Dec 9, economy, for Alice Wang
 RACES = {"sqlite": 100, "postgres": 50}
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
-    if request.param == "sqlite":
-        return "sqlite", f"sqlite:///{tmp_path}/race.db"
-    return "postgres", str(request.getfixturevalue("postgres_url"))
+@pytest.fixture
+def backend(sql_store_url: str) -> tuple[str, str]:
+    """The backend's name (how many races it runs) and its store URL."""
+    return sql_store_url.split(":", 1)[0].replace("postgresql", "postgres"), sql_store_url
 
 
 def race(

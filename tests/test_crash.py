@@ -145,16 +145,12 @@ def recover_run(setup: Setup) -> dict[str, Any]:
     return report
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def make_setup(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+@pytest.fixture
+def make_setup(sql_store_url: str, tmp_path: Path) -> Any:
     """The same crash scenarios on the embedded store and on PostgreSQL."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'relay.db'}"
-    else:
-        url = str(request.getfixturevalue("postgres_url"))
 
     def make(decl: str, shape: str = "single") -> Setup:
-        return Setup(url, tmp_path / "ledger.db", decl, shape)
+        return Setup(sql_store_url, tmp_path / "ledger.db", decl, shape)
 
     return make
 

@@ -95,13 +95,6 @@ COUNTING_STEP_SQL = (
 )
 
 
-@pytest.fixture(params=BACKENDS)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        return str(request.getfixturevalue("postgres_url"))
-    return f"sqlite:///{tmp_path}/migrations.db"
-
-
 def backend_of(url: str) -> str:
     return "sqlite" if url.startswith("sqlite:") else "postgres"
 
@@ -165,22 +158,22 @@ def test_steps_are_numbered_from_one_and_shipped_for_both_backends() -> None:
 
 
 # -- fresh, older, newer -------------------------------------------------------------------
-def test_a_fresh_database_gets_the_latest_schema(url: str, opened: list[Backend]) -> None:
-    store = open_store(url)
+def test_a_fresh_database_gets_the_latest_schema(sql_store_url: str, opened: list[Backend]) -> None:
+    store = open_store(sql_store_url)
     opened.append(store)
     status = store.schema_status()
-    latest = migrations.latest(backend_of(url))
+    latest = migrations.latest(backend_of(sql_store_url))
     assert status is not None and (status.current, status.latest) == (latest, latest)
     assert status.up_to_date and status.pending == ()
-    assert recorded_version(url) == latest
+    assert recorded_version(sql_store_url) == latest
     assert store.upgrade_schema() == []  # nothing left to do
     assert store.list_tasks(Scope.user("alice")) == []
 
 
 def test_opening_without_migrating_leaves_the_database_alone(
-    url: str, opened: list[Backend]
+    sql_store_url: str, opened: list[Backend]
 ) -> None:
-    store = open_store(url, migrate=False)
+    store = open_store(sql_store_url, migrate=False)
     opened.append(store)
     status = store.schema_status()
     assert status is not None and status.current == 0
@@ -193,47 +186,49 @@ def test_opening_without_migrating_leaves_the_database_alone(
 
 
 def test_an_older_database_is_upgraded_on_open(
-    url: str, opened: list[Backend], monkeypatch: pytest.MonkeyPatch
+    sql_store_url: str, opened: list[Backend], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    open_store(url).close()  # at the version this build ships
-    version = extra_step(monkeypatch, backend_of(url), COUNTING_STEP_SQL.format(pid=1))
-    store = open_store(url, migrate=False)
+    open_store(sql_store_url).close()  # at the version this build ships
+    version = extra_step(monkeypatch, backend_of(sql_store_url), COUNTING_STEP_SQL.format(pid=1))
+    store = open_store(sql_store_url, migrate=False)
     opened.append(store)
     status = store.schema_status()
     assert status is not None and (status.current, status.latest) == (version - 1, version)
     assert [s.label for s in status.pending] == [f"{version:04d}_extra"]
-    again = open_store(url)  # opening upgrades
+    again = open_store(sql_store_url)  # opening upgrades
     opened.append(again)
-    assert recorded_version(url) == version
-    assert query(url, "SELECT count(*) FROM step_runs") == [(1,)]
+    assert recorded_version(sql_store_url) == version
+    assert query(sql_store_url, "SELECT count(*) FROM step_runs") == [(1,)]
     assert again.upgrade_schema() == []
 
 
 def test_a_failing_step_rolls_back_alone_and_can_be_retried(
-    url: str, monkeypatch: pytest.MonkeyPatch
+    sql_store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    backend = backend_of(url)
+    backend = backend_of(sql_store_url)
     version = extra_step(monkeypatch, backend, "CREATE TABLE broken (x INTEGER); SELECT nope;")
     with pytest.raises(Exception, match="nope"):
-        open_store(url)
-    assert recorded_version(url) == version - 1  # the earlier steps committed on their own
+        open_store(sql_store_url)
+    assert (
+        recorded_version(sql_store_url) == version - 1
+    )  # the earlier steps committed on their own
     tables = (
         "SELECT name FROM sqlite_master WHERE name = 'broken'"
         if backend == "sqlite"
         else "SELECT 1 WHERE to_regclass('broken') IS NOT NULL"
     )
-    assert query(url, tables) == []  # the failed step left nothing behind
+    assert query(sql_store_url, tables) == []  # the failed step left nothing behind
     extra_step(monkeypatch, backend, "CREATE TABLE fixed (x INTEGER);")
-    open_store(url).close()
-    assert recorded_version(url) == version
+    open_store(sql_store_url).close()
+    assert recorded_version(sql_store_url) == version
 
 
-def test_a_newer_database_is_refused(url: str) -> None:
-    open_store(url).close()
-    execute(url, "UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+def test_a_newer_database_is_refused(sql_store_url: str) -> None:
+    open_store(sql_store_url).close()
+    execute(sql_store_url, "UPDATE meta SET value = '999' WHERE key = 'schema_version'")
     with pytest.raises(SchemaTooNew, match=r"database schema 999, newer than this relaystate"):
-        open_store(url)
-    store = open_store(url, migrate=False)
+        open_store(sql_store_url)
+    store = open_store(sql_store_url, migrate=False)
     try:
         status = store.schema_status()
         assert status is not None and status.too_new and not status.up_to_date
@@ -241,7 +236,7 @@ def test_a_newer_database_is_refused(url: str) -> None:
             store.upgrade_schema()
     finally:
         store.close()
-    assert recorded_version(url) == 999
+    assert recorded_version(sql_store_url) == 999
 
 
 # -- SQLite files made before migrations existed ---------------------------------------------
@@ -297,9 +292,9 @@ store.close()
 
 @pytest.mark.parametrize("processes", [8])
 def test_processes_opening_a_fresh_database_at_once_migrate_it_exactly_once(
-    url: str, processes: int
+    sql_store_url: str, processes: int
 ) -> None:
-    backend = backend_of(url)
+    backend = backend_of(sql_store_url)
     start = time.time() + 1.5  # all of them open the store in the same instant
     procs = [
         subprocess.Popen(
@@ -307,7 +302,7 @@ def test_processes_opening_a_fresh_database_at_once_migrate_it_exactly_once(
                 sys.executable,
                 "-c",
                 OPENER,
-                url,
+                sql_store_url,
                 str(start),
                 COUNTING_STEP_SQL.format(pid=i),
             ],
@@ -324,10 +319,10 @@ def test_processes_opening_a_fresh_database_at_once_migrate_it_exactly_once(
         if p.stderr:
             p.stderr.close()
     assert [code for code, _ in results] == [0] * processes, [e for _, e in results if e]
-    assert query(url, "SELECT count(*) FROM step_runs") == [(1,)]
-    assert recorded_version(url) == migrations.latest(backend) + 1
+    assert query(sql_store_url, "SELECT count(*) FROM step_runs") == [(1,)]
+    assert recorded_version(sql_store_url) == migrations.latest(backend) + 1
     with pytest.raises(SchemaTooNew):  # and this build, one step behind, now refuses it
-        open_store(url)
+        open_store(sql_store_url)
 
 
 # -- the command line -------------------------------------------------------------------------
@@ -348,18 +343,18 @@ def as_json(proc: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(proc.stdout)
 
 
-def test_db_status_and_upgrade_from_the_command_line(url: str, tmp_path: Path) -> None:
-    backend = backend_of(url)
+def test_db_status_and_upgrade_from_the_command_line(sql_store_url: str, tmp_path: Path) -> None:
+    backend = backend_of(sql_store_url)
     latest = migrations.latest(backend)
     every = [{"version": s.version, "name": s.name} for s in migrations.steps(backend)]
 
     if backend == "sqlite":  # a status never creates the file it was asked about
-        missing = cli("db", "status", "--store", url, "--json", cwd=tmp_path)
+        missing = cli("db", "status", "--store", sql_store_url, "--json", cwd=tmp_path)
         assert missing.returncode == 2 and missing.stderr.startswith("error: ")
-        path = Path(url.removeprefix("sqlite:///"))
+        path = Path(sql_store_url.removeprefix("sqlite:///"))
         assert str(path) in missing.stderr and not path.exists()
     else:
-        status = as_json(cli("db", "status", "--store", url, "--json", cwd=tmp_path))
+        status = as_json(cli("db", "status", "--store", sql_store_url, "--json", cwd=tmp_path))
         assert status == {
             "backend": backend,
             "current": 0,
@@ -368,7 +363,7 @@ def test_db_status_and_upgrade_from_the_command_line(url: str, tmp_path: Path) -
             "too_new": False,
             "pending": every,
         }
-    upgraded = as_json(cli("db", "upgrade", "--store", url, "--json", cwd=tmp_path))
+    upgraded = as_json(cli("db", "upgrade", "--store", sql_store_url, "--json", cwd=tmp_path))
     assert upgraded == {
         "backend": backend,
         "from": 0,
@@ -376,20 +371,20 @@ def test_db_status_and_upgrade_from_the_command_line(url: str, tmp_path: Path) -
         "latest": latest,
         "applied": every,
     }
-    again = as_json(cli("db", "upgrade", "--store", url, "--json", cwd=tmp_path))
+    again = as_json(cli("db", "upgrade", "--store", sql_store_url, "--json", cwd=tmp_path))
     assert again["applied"] == [] and again["to"] == latest
-    status = as_json(cli("db", "status", "--store", url, "--json", cwd=tmp_path))
+    status = as_json(cli("db", "status", "--store", sql_store_url, "--json", cwd=tmp_path))
     assert status["up_to_date"] is True and status["pending"] == []
 
-    text = cli("db", "status", "--store", url, cwd=tmp_path)
+    text = cli("db", "status", "--store", sql_store_url, cwd=tmp_path)
     assert text.returncode == 0 and f"Schema version {latest}: up to date." in text.stdout
 
-    execute(url, "UPDATE meta SET value = '999' WHERE key = 'schema_version'")
-    refused = cli("db", "upgrade", "--store", url, cwd=tmp_path)
+    execute(sql_store_url, "UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    refused = cli("db", "upgrade", "--store", sql_store_url, cwd=tmp_path)
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr.startswith("error: ") and "newer than this relaystate" in refused.stderr
     assert "Traceback" not in refused.stderr
-    status = as_json(cli("db", "status", "--store", url, "--json", cwd=tmp_path))
+    status = as_json(cli("db", "status", "--store", sql_store_url, "--json", cwd=tmp_path))
     assert status["too_new"] is True and status["current"] == 999
 
 

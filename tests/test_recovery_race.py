@@ -22,20 +22,13 @@ TASKS = 1000
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/race.db"
-    return str(request.getfixturevalue("postgres_url"))
-
-
 def test_two_recoverers_reconcile_each_action_exactly_once(
-    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sql_store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ledger_path = tmp_path / "ledger.db"
     monkeypatch.setenv("RELAYSTATE_LEDGER", str(ledger_path))
     monkeypatch.setenv("RECOVERY_CRASH", "1")
-    crashed = Runtime(open_store(url), recovery_app.templates())
+    crashed = Runtime(open_store(sql_store_url), recovery_app.templates())
     ids = []
     for _ in range(TASKS):
         task_id = crashed.start(Scope.user("u"), "payment", run=False).task.id
@@ -46,7 +39,7 @@ def test_two_recoverers_reconcile_each_action_exactly_once(
     monkeypatch.delenv("RECOVERY_CRASH")
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "relaystate.cli", "recover", "--json", "--store", url]
+    cmd = [sys.executable, "-m", "relaystate.cli", "recover", "--json", "--store", sql_store_url]
     cmd += ["--app", "tests.recovery_app:templates"]
     procs = [
         subprocess.Popen(
@@ -61,7 +54,7 @@ def test_two_recoverers_reconcile_each_action_exactly_once(
         reports.append(json.loads(out))
     assert all(r["errors"] == {} for r in reports)
 
-    with Runtime(open_store(url), recovery_app.templates()) as rt:
+    with Runtime(open_store(sql_store_url), recovery_app.templates()) as rt:
         reconciled: Counter[str] = Counter()
         workers: Counter[str] = Counter()
         for task_id in ids:

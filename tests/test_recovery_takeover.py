@@ -23,21 +23,14 @@ TASKS = 20
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/takeover.db"
-    return str(request.getfixturevalue("postgres_url"))
-
-
 def test_claims_of_a_killed_recoverer_are_taken_over_at_once(
-    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sql_store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RELAYSTATE_LEDGER", str(tmp_path / "ledger.db"))
-    with Runtime(open_store(url), recovery_app.templates()) as rt:
+    with Runtime(open_store(sql_store_url), recovery_app.templates()) as rt:
         ids = [rt.start(Scope.user("u"), "payment", run=False).task.id for _ in range(TASKS)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "relaystate.cli", "recover", "--json", "--store", url]
+    cmd = [sys.executable, "-m", "relaystate.cli", "recover", "--json", "--store", sql_store_url]
     cmd += ["--app", "tests.recovery_app:templates"]
     stuck = subprocess.Popen(  # claims its batch, then hangs in the first effect
         cmd,
@@ -47,7 +40,7 @@ def test_claims_of_a_killed_recoverer_are_taken_over_at_once(
         stderr=subprocess.PIPE,
     )
     try:
-        with Runtime(open_store(url), recovery_app.templates()) as rt:
+        with Runtime(open_store(sql_store_url), recovery_app.templates()) as rt:
             deadline = time.monotonic() + 60
             while not rt.stores.coordination.recovery_claimants(datetime.now(UTC)):
                 assert time.monotonic() < deadline, "the first recoverer never claimed"
@@ -65,5 +58,5 @@ def test_claims_of_a_killed_recoverer_are_taken_over_at_once(
     assert report["claimed_by_another_recoverer"] == 0 and report["errors"] == {}
     assert took < 30, f"recover waited {took:.1f}s: the dead recoverer's claims were waited out"
     print(f"recover after a killed recoverer: {took:.2f} s")
-    with Runtime(open_store(url), recovery_app.templates()) as rt:
+    with Runtime(open_store(sql_store_url), recovery_app.templates()) as rt:
         assert {rt.task(ADMIN, t).task.status for t in ids} == {TaskStatus.DONE}

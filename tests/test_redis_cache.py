@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
-import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -409,7 +406,7 @@ def test_turns_commit_and_reads_fall_back_when_redis_stops(
     assert any("using the durable store" in r.getMessage() for r in caplog.records)
     # the server comes back (empty, on the same port): after the pause the cache is used again
     port = int(url.rsplit(":", 1)[1].split("/")[0])
-    with _redis_server(port):
+    with services.redis(port):
         cache._down_until = 0  # skip the back-off pause
         assert [m.text for m in rt.messages(ALICE, s.id)] == ["tea", "M", "yes"]
         assert any("reachable again" in r.getMessage() for r in caplog.records)
@@ -419,29 +416,6 @@ def test_turns_commit_and_reads_fall_back_when_redis_stops(
         assert client.exists(keys(s.id)[0]) == 1
         client.close()
         rt.close()
-
-
-@contextlib.contextmanager
-def _redis_server(port: int) -> Iterator[None]:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("no redis-server")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            assert time.monotonic() < deadline and proc.poll() is None, "redis did not restart"
-            time.sleep(0.05)
-        yield
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def test_a_failed_cache_write_is_invalidated_once_redis_answers_again(

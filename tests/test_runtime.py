@@ -45,13 +45,6 @@ class Crash(BaseException):
     """Stands for the process dying inside an action (escapes every except Exception)."""
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        return str(request.getfixturevalue("postgres_url"))
-    return "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/rt.db"
-
-
 @pytest.fixture
 def ledger(tmp_path: Path) -> Ledger:
     return Ledger(tmp_path / "ledger.db")
@@ -77,8 +70,8 @@ def make(store_url: str, ledger: Ledger, script: Script, clock: Clock, **options
 
 
 @pytest.fixture
-def rt(store_url: str, ledger: Ledger, script: Script, clock: Clock) -> Iterator[Runtime]:
-    runtime = make(store_url, ledger, script, clock)
+def rt(any_store_url: str, ledger: Ledger, script: Script, clock: Clock) -> Iterator[Runtime]:
+    runtime = make(any_store_url, ledger, script, clock)
     yield runtime
     runtime.close()
 
@@ -203,11 +196,13 @@ def test_transient_failures_retry_with_backoff(
 
 
 def test_a_retry_too_far_away_waits_for_resume(
-    store_url: str, ledger: Ledger, script: Script, clock: Clock
+    any_store_url: str, ledger: Ledger, script: Script, clock: Clock
 ) -> None:
     from relaystate import Retry
 
-    rt = make(store_url, ledger, script, clock, retry=Retry(max_attempts=2, initial_interval=60))
+    rt = make(
+        any_store_url, ledger, script, clock, retry=Retry(max_attempts=2, initial_interval=60)
+    )
     script.plans["reserve"] = [lambda ctx: (_ for _ in ()).throw(ConnectionError("busy"))]
     state = rt.start(Scope.user("alice"), "order", slots=FULL)
     state = rt.confirm(Scope.user("alice"), state.task.id)
@@ -234,9 +229,9 @@ def test_failure_for_good_compensates_in_reverse_order(
 
 
 def test_a_timeout_is_unknown_and_checked_before_any_retry(
-    store_url: str, ledger: Ledger, script: Script, clock: Clock
+    any_store_url: str, ledger: Ledger, script: Script, clock: Clock
 ) -> None:
-    rt = make(store_url, ledger, script, clock, timeout=0.05)
+    rt = make(any_store_url, ledger, script, clock, timeout=0.05)
 
     def slow(ctx: ActionContext) -> Any:
         effect = ledger.apply(ctx.idempotency_key, "payment", dict(ctx.input))
@@ -270,9 +265,9 @@ def test_not_found_downstream_is_repeated_with_the_same_key(
 
 
 def test_an_unknown_unsafe_effect_without_check_needs_a_person(
-    store_url: str, ledger: Ledger, script: Script, clock: Clock
+    any_store_url: str, ledger: Ledger, script: Script, clock: Clock
 ) -> None:
-    rt = make(store_url, ledger, script, clock, pay_idempotent=False, pay_check=False)
+    rt = make(any_store_url, ledger, script, clock, pay_idempotent=False, pay_check=False)
 
     def applied_then_lost(ctx: ActionContext) -> Any:
         ledger.apply(ctx.idempotency_key, "payment", {}, deduplicate=False)
@@ -294,9 +289,9 @@ def test_an_unknown_unsafe_effect_without_check_needs_a_person(
 
 
 def test_an_unsafe_effect_that_raised_is_checked_not_repeated(
-    store_url: str, ledger: Ledger, script: Script, clock: Clock
+    any_store_url: str, ledger: Ledger, script: Script, clock: Clock
 ) -> None:
-    rt = make(store_url, ledger, script, clock, pay_idempotent=False)
+    rt = make(any_store_url, ledger, script, clock, pay_idempotent=False)
 
     def applied_then_error(ctx: ActionContext) -> Any:
         ledger.apply(ctx.idempotency_key, "payment", {}, deduplicate=False)
@@ -371,12 +366,12 @@ def test_tasks_outlive_sessions_and_are_found_by_user(rt: Runtime, clock: Clock)
 
 
 def test_concurrent_writers_retry_on_fresh_state(
-    store_url: str, ledger: Ledger, script: Script, clock: Clock, tmp_path: Path
+    any_store_url: str, ledger: Ledger, script: Script, clock: Clock, tmp_path: Path
 ) -> None:
-    if store_url == "memory://":
+    if any_store_url == "memory://":
         pytest.skip("two runtimes share one store only through a file")
-    one = make(store_url, ledger, script, clock)
-    two = make(store_url, ledger, script, clock)
+    one = make(any_store_url, ledger, script, clock)
+    two = make(any_store_url, ledger, script, clock)
     tid = one.start(Scope.user("alice"), "order", slots={"item": "tea"}).task.id
     interfered = []
 
@@ -394,13 +389,13 @@ def test_concurrent_writers_retry_on_fresh_state(
 
 
 def test_recover_reconciles_a_dead_workers_action(
-    store_url: str, ledger: Ledger, script: Script, clock: Clock
+    any_store_url: str, ledger: Ledger, script: Script, clock: Clock
 ) -> None:
     def crash_after_effect(ctx: ActionContext) -> Any:
         ledger.apply(ctx.idempotency_key, "payment", dict(ctx.input))
         raise Crash()
 
-    first = make(store_url, ledger, script, clock)
+    first = make(any_store_url, ledger, script, clock)
     script.plans["pay"] = [crash_after_effect]
     tid = first.start(Scope.user("alice"), "order", slots=FULL).task.id
     with pytest.raises(Crash):
@@ -416,9 +411,9 @@ def test_recover_reconciles_a_dead_workers_action(
 
 
 def test_an_expired_lease_is_reconciled_by_time(
-    store_url: str, ledger: Ledger, script: Script, clock: Clock
+    any_store_url: str, ledger: Ledger, script: Script, clock: Clock
 ) -> None:
-    first = make(store_url, ledger, script, clock)
+    first = make(any_store_url, ledger, script, clock)
     script.plans["reserve"] = [lambda ctx: (_ for _ in ()).throw(Crash())]
     tid = first.start(Scope.user("alice"), "order", slots=FULL).task.id
     with pytest.raises(Crash):
@@ -431,13 +426,13 @@ def test_an_expired_lease_is_reconciled_by_time(
 
 
 def test_resume_is_the_same_from_any_process(
-    store_url: str, ledger: Ledger, script: Script, clock: Clock, tmp_path: Path
+    any_store_url: str, ledger: Ledger, script: Script, clock: Clock, tmp_path: Path
 ) -> None:
-    if store_url == "memory://":
+    if any_store_url == "memory://":
         pytest.skip("a second process needs a file")
-    one = make(store_url, ledger, script, clock)
+    one = make(any_store_url, ledger, script, clock)
     tid = one.start(Scope.user("alice"), "order", slots={"item": "tea"}).task.id
-    two = make(store_url, ledger, script, clock)
+    two = make(any_store_url, ledger, script, clock)
     a, b = one.resume(Scope.user("alice"), tid), two.resume(Scope.user("alice"), tid)
     assert a.step == b.step == AskSlot("size")
     assert a.state.to_dict() == b.state.to_dict()
@@ -476,9 +471,9 @@ def test_state_from_a_newer_build_is_refused(rt: Runtime) -> None:
 
 
 def test_recover_walks_every_page_of_interrupted_tasks(
-    store_url: str, ledger: Ledger, script: Script, clock: Clock
+    any_store_url: str, ledger: Ledger, script: Script, clock: Clock
 ) -> None:
-    first = make(store_url, ledger, script, clock)
+    first = make(any_store_url, ledger, script, clock)
     ids = []
     for _ in range(7):
         script.plans["reserve"] = [lambda ctx: (_ for _ in ()).throw(Crash())]
@@ -525,9 +520,11 @@ def _lookup_template(script: Script) -> Any:
 
 
 def test_a_refused_value_is_asked_again_and_a_refused_side_effect_fails(
-    store_url: str, script: Script, clock: Clock
+    any_store_url: str, script: Script, clock: Clock
 ) -> None:
-    rt = Runtime(open_store(store_url), [_lookup_template(script)], clock=clock, sleep=clock.sleep)
+    rt = Runtime(
+        open_store(any_store_url), [_lookup_template(script)], clock=clock, sleep=clock.sleep
+    )
     alice = Scope.user("alice")
     state = rt.start(alice, "checked", slots={"code": "bad"})
     assert state.task.status == TaskStatus.WAITING_USER and state.task.slots == {}

@@ -10,20 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from relaystate import Runtime, Scope, open_store
 from relaystate.demo import templates
 
 ROOT = Path(__file__).resolve().parent.parent
 ALICE = Scope.user("alice")
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/race.db"
-    return str(request.getfixturevalue("postgres_url"))
 
 
 def race(url: str, ledger: Path, session_id: str, texts: list[str]) -> list[dict[str, Any]]:
@@ -50,10 +41,10 @@ def race(url: str, ledger: Path, session_id: str, texts: list[str]) -> list[dict
     return turns
 
 
-def test_12_turns_at_once_in_one_session_lose_no_task(url: str, tmp_path: Path) -> None:
+def test_12_turns_at_once_in_one_session_lose_no_task(sql_store_url: str, tmp_path: Path) -> None:
     texts = [f"I need another refund, order ORD-200{i:02d}" for i in range(12)]
-    turns = race(url, tmp_path / "ledger.db", "s-race", texts)
-    with Runtime(open_store(url), templates(tmp_path / "ledger.db")) as rt:
+    turns = race(sql_store_url, tmp_path / "ledger.db", "s-race", texts)
+    with Runtime(open_store(sql_store_url), templates(tmp_path / "ledger.db")) as rt:
         session = rt.session(ALICE, "s-race")
         created = {t.id for t in rt.tasks(ALICE, limit=1000)}
         said = {t["task"]["id"] for t in turns if t.get("task")}
@@ -64,10 +55,12 @@ def test_12_turns_at_once_in_one_session_lose_no_task(url: str, tmp_path: Path) 
         assert len(user_words) == 12  # every turn's words landed once
 
 
-def test_the_same_request_said_16_times_at_once_is_one_task(url: str, tmp_path: Path) -> None:
+def test_the_same_request_said_16_times_at_once_is_one_task(
+    sql_store_url: str, tmp_path: Path
+) -> None:
     texts = ["book a flight from Beijing to Shanghai"] * 16
-    turns = race(url, tmp_path / "ledger.db", "s-same", texts)
-    with Runtime(open_store(url), templates(tmp_path / "ledger.db")) as rt:
+    turns = race(sql_store_url, tmp_path / "ledger.db", "s-same", texts)
+    with Runtime(open_store(sql_store_url), templates(tmp_path / "ledger.db")) as rt:
         flights = [t for t in rt.tasks(ALICE, limit=1000) if t.type == "flight_booking"]
         assert len(flights) == 1
         assert {t["task"]["id"] for t in turns} == {flights[0].id}

@@ -92,11 +92,6 @@ def slow_trip(upgrade: str = "auto") -> tuple[TaskTemplate, threading.Event, thr
     return slow, gate, inside
 
 
-@pytest.fixture
-def url(any_store_url: str) -> str:
-    return any_store_url
-
-
 OPENED: list[Runtime] = []
 
 
@@ -119,8 +114,8 @@ def runtimes(url: str, *builds: tuple[str, list[TaskTemplate]], **kw: Any) -> li
     return made
 
 
-def test_a_newer_build_lifts_a_task_on_read_and_journals_it(url: str) -> None:
-    v1, v2 = runtimes(url, ("v1", [trip(1)]), ("v2", [trip(2)]))
+def test_a_newer_build_lifts_a_task_on_read_and_journals_it(any_store_url: str) -> None:
+    v1, v2 = runtimes(any_store_url, ("v1", [trip(1)]), ("v2", [trip(2)]))
     started = v1.start(ALICE, "trip", slots={"passenger_name": "Ann Lee"})
     assert started.task.template_version == 1 and started.task.missing_slots == ["city"]
     read = v2.task(ALICE, started.task.id)
@@ -143,8 +138,8 @@ def test_a_newer_build_lifts_a_task_on_read_and_journals_it(url: str) -> None:
     assert v2.task(ALICE, started.task.id).task.slots["city"] == "Oslo"
 
 
-def test_a_chain_of_migrations_applies_in_order(url: str) -> None:
-    v1, v3 = runtimes(url, ("v1", [trip(1)]), ("v3", [trip(2), trip(3)]))
+def test_a_chain_of_migrations_applies_in_order(any_store_url: str) -> None:
+    v1, v3 = runtimes(any_store_url, ("v1", [trip(1)]), ("v3", [trip(2), trip(3)]))
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Bo Ek"}).task.id
     lifted = v3.task(ALICE, tid).task
     assert lifted.template_version == 3
@@ -153,8 +148,8 @@ def test_a_chain_of_migrations_applies_in_order(url: str) -> None:
     assert [e.actor for e in entries] == ["user:alice", "migration"]  # one commit, both steps
 
 
-def test_a_failing_migration_leaves_the_task_and_marks_it(url: str) -> None:
-    v1, broken = runtimes(url, ("v1", [trip(1)]), ("v2", [trip(2, fail=True)]))
+def test_a_failing_migration_leaves_the_task_and_marks_it(any_store_url: str) -> None:
+    v1, broken = runtimes(any_store_url, ("v1", [trip(1)]), ("v2", [trip(2, fail=True)]))
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Cy"}).task.id
     before = v1.task(ALICE, tid).task
     with pytest.raises(MigrationFailed, match="cannot split a name"):
@@ -166,18 +161,18 @@ def test_a_failing_migration_leaves_the_task_and_marks_it(url: str) -> None:
         broken.fill(ALICE, tid, {"city": "Oslo"})
     assert len(broken.history(ADMIN, tid)[1]) == 2
     assert broken.upgraded(ALICE, [v1.task(ALICE, tid)]) == []  # a turn leaves it out
-    fixed = runtimes(url, ("v2b", [trip(2)]))[0] if url != "memory://" else None
+    fixed = runtimes(any_store_url, ("v2b", [trip(2)]))[0] if any_store_url != "memory://" else None
     if fixed is not None:  # a build with a working migration lifts it and it goes on
         state = fixed.fill(ALICE, tid, {"city": "Oslo"})
         assert state.task.status == TaskStatus.DONE and state.task.template_version == 2
 
 
-def test_a_migration_may_not_change_what_identifies_the_task(url: str) -> None:
-    v1, v2 = runtimes(url, ("v1", [trip(1)]), ("v2", [trip(2)]))
+def test_a_migration_may_not_change_what_identifies_the_task(any_store_url: str) -> None:
+    v1, v2 = runtimes(any_store_url, ("v1", [trip(1)]), ("v2", [trip(2)]))
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Di"}).task.id
     rogue = trip(2)
     rogue.migrations[1] = lambda task: {**task, "user_id": "mallory"}
-    (other,) = runtimes(url, ("v2r", [rogue])) if url != "memory://" else [v2]
+    (other,) = runtimes(any_store_url, ("v2r", [rogue])) if any_store_url != "memory://" else [v2]
     if other is v2:
         v2.versions.newest["trip"].migrations[1] = rogue.migrations[1]
     with pytest.raises(MigrationFailed, match="changed 'user_id'"):
@@ -185,9 +180,11 @@ def test_a_migration_may_not_change_what_identifies_the_task(url: str) -> None:
     assert v1.task(ALICE, tid).task.user_id == "alice"
 
 
-def test_pinned_tasks_keep_their_version_and_their_build(url: str) -> None:
+def test_pinned_tasks_keep_their_version_and_their_build(any_store_url: str) -> None:
     v1, v2 = runtimes(
-        url, ("v1", [trip(1, upgrade="pinned")]), ("v2", [trip(1, upgrade="pinned"), trip(2)])
+        any_store_url,
+        ("v1", [trip(1, upgrade="pinned")]),
+        ("v2", [trip(1, upgrade="pinned"), trip(2)]),
     )
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Ed Fox"}).task.id
     assert v1.task(ALICE, tid).task.pinned
@@ -202,15 +199,15 @@ def test_pinned_tasks_keep_their_version_and_their_build(url: str) -> None:
     assert new.task.template_version == 2 and not new.task.pinned
 
 
-def test_a_pinned_task_whose_version_is_gone_is_refused_clearly(url: str) -> None:
-    v1, v2 = runtimes(url, ("v1", [trip(1, upgrade="pinned")]), ("v2", [trip(2)]))
+def test_a_pinned_task_whose_version_is_gone_is_refused_clearly(any_store_url: str) -> None:
+    v1, v2 = runtimes(any_store_url, ("v1", [trip(1, upgrade="pinned")]), ("v2", [trip(2)]))
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Gus"}).task.id
     with pytest.raises(OtherBuild, match="pinned"):  # 503 over HTTP: a proxy asks v1
         v2.fill(ALICE, tid, {"city": "Oslo"})
 
 
-def test_an_operator_unpins_a_task_whose_build_is_gone(url: str) -> None:
-    v1, v2 = runtimes(url, ("v1", [trip(1, upgrade="pinned")]), ("v2", [trip(2)]))
+def test_an_operator_unpins_a_task_whose_build_is_gone(any_store_url: str) -> None:
+    v1, v2 = runtimes(any_store_url, ("v1", [trip(1, upgrade="pinned")]), ("v2", [trip(2)]))
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Ida Holm"}).task.id
     with pytest.raises(ScopeError):  # an operator's decision, not a user's
         v2.unpin(ALICE, tid, reason="v1 is gone")
@@ -229,9 +226,9 @@ def test_an_operator_unpins_a_task_whose_build_is_gone(url: str) -> None:
     assert again.task.version == done.task.version
 
 
-def test_unpinning_waits_for_an_action_running_in_its_build(url: str) -> None:
+def test_unpinning_waits_for_an_action_running_in_its_build(any_store_url: str) -> None:
     slow, gate, inside = slow_trip(upgrade="pinned")
-    v1, v2 = runtimes(url, ("v1", [slow]), ("v2", [trip(2)]))
+    v1, v2 = runtimes(any_store_url, ("v1", [slow]), ("v2", [trip(2)]))
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Jo Kim"}).task.id
     worker = threading.Thread(target=lambda: v1.fill(ALICE, tid, {"city": "Oslo"}))
     worker.start()
@@ -244,8 +241,8 @@ def test_unpinning_waits_for_an_action_running_in_its_build(url: str) -> None:
     assert not state.task.pinned and state.task.status == TaskStatus.DONE
 
 
-def test_dual_write_lifts_nothing_and_starts_on_the_old_version(url: str) -> None:
-    v1, v2 = runtimes(url, ("v1", [trip(1)]), ("v2", [trip(1), trip(2)]), dual_write=True)
+def test_dual_write_lifts_nothing_and_starts_on_the_old_version(any_store_url: str) -> None:
+    v1, v2 = runtimes(any_store_url, ("v1", [trip(1)]), ("v2", [trip(1), trip(2)]), dual_write=True)
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Hal Ito"}).task.id
     assert v2.fill(ALICE, tid, {"city": "Oslo"}).task.template_version == 1
     new = v2.start(ALICE, "trip", slots={"passenger_name": "Ivy Jo"})
@@ -254,8 +251,8 @@ def test_dual_write_lifts_nothing_and_starts_on_the_old_version(url: str) -> Non
     assert v1.fill(ALICE, new.task.id, {"city": "Rome"}).task.status == TaskStatus.DONE
 
 
-def test_migrate_in_bulk_counts_per_type_and_version(url: str) -> None:
-    v1, v2 = runtimes(url, ("v1", [trip(1)]), ("v2", [trip(2)]))
+def test_migrate_in_bulk_counts_per_type_and_version(any_store_url: str) -> None:
+    v1, v2 = runtimes(any_store_url, ("v1", [trip(1)]), ("v2", [trip(2)]))
     ids = [v1.start(ALICE, "trip", slots={"passenger_name": f"P{i} Q"}).task.id for i in range(5)]
     v1.fill(ALICE, ids[0], {"city": "Oslo"})  # finished tasks are lifted too
     dry = v2.migrate(ADMIN, dry_run=True)
@@ -268,8 +265,8 @@ def test_migrate_in_bulk_counts_per_type_and_version(url: str) -> None:
     assert all(v2.task(ALICE, i).task.slots["last_name"] == "Q" for i in ids)
 
 
-def test_migrate_reports_failures_without_writing_them_twice(url: str) -> None:
-    v1, broken = runtimes(url, ("v1", [trip(1)]), ("v2", [trip(2, fail=True)]))
+def test_migrate_reports_failures_without_writing_them_twice(any_store_url: str) -> None:
+    v1, broken = runtimes(any_store_url, ("v1", [trip(1)]), ("v2", [trip(2, fail=True)]))
     v1.start(ALICE, "trip", slots={"passenger_name": "Kim"})
     report = broken.migrate(ADMIN)
     assert report.failed[("trip", 1)] == 1 and "cannot split" in report.reasons[("trip", 1)]
@@ -289,11 +286,13 @@ def test_templates_refuse_bad_versions_and_migrations() -> None:
         t.migration(from_version=1)(lambda d: d)
 
 
-def test_an_action_running_in_an_older_build_settles_there_before_the_lift(url: str) -> None:
+def test_an_action_running_in_an_older_build_settles_there_before_the_lift(
+    any_store_url: str,
+) -> None:
     """A newer build that does not carry the task's version neither lifts it nor writes
     while the older build's action runs (that build must still record its result)."""
     slow, gate, inside = slow_trip()
-    v1, v2 = runtimes(url, ("v1", [slow]), ("v2", [trip(2)]))
+    v1, v2 = runtimes(any_store_url, ("v1", [slow]), ("v2", [trip(2)]))
     tid = v1.start(ALICE, "trip", slots={"passenger_name": "Lu Ma"}).task.id
     result: dict[str, Any] = {}
     worker = threading.Thread(target=lambda: result.update(s=v1.fill(ALICE, tid, {"city": "Oslo"})))

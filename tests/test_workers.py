@@ -81,11 +81,6 @@ def pay(
 
 
 @pytest.fixture
-def url(any_store_url: str) -> str:
-    return any_store_url
-
-
-@pytest.fixture
 def ledger(tmp_path: Path) -> Ledger:
     return Ledger(tmp_path / "ledger.db")
 
@@ -120,8 +115,8 @@ def effects(ledger: Ledger) -> list[str]:
     return [e["idempotency_key"] for e in ledger.entries() for _ in range(e["effects"])]
 
 
-def test_a_queue_server_leaves_actions_to_a_worker(url: str, ledger: Ledger) -> None:
-    fleet = Fleet(url)
+def test_a_queue_server_leaves_actions_to_a_worker(any_store_url: str, ledger: Ledger) -> None:
+    fleet = Fleet(any_store_url)
     api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
     state = api.start(ALICE, "pay", slots={"amount": 5})
     assert state.task.status == TaskStatus.RUNNING and state.actions == []  # nothing ran here
@@ -135,8 +130,10 @@ def test_a_queue_server_leaves_actions_to_a_worker(url: str, ledger: Ledger) -> 
     assert worker.once() == 0 and len(effects(ledger)) == 1
 
 
-def test_a_retry_waits_in_the_queue_until_its_backoff_is_over(url: str, ledger: Ledger) -> None:
-    fleet = Fleet(url)
+def test_a_retry_waits_in_the_queue_until_its_backoff_is_over(
+    any_store_url: str, ledger: Ledger
+) -> None:
+    fleet = Fleet(any_store_url)
     rt = fleet.runtime([pay(ledger, plan=["flaky"])], build="v1")
     state = rt.start(ALICE, "pay", slots={"amount": 5})
     assert state.task.status == TaskStatus.RUNNING  # waits 60 s: more than it stays for
@@ -150,8 +147,8 @@ def test_a_retry_waits_in_the_queue_until_its_backoff_is_over(url: str, ledger: 
     assert worker.report.waits == [1.0]  # claimed a second after it was due
 
 
-def test_pinned_work_waits_for_its_own_build(url: str, ledger: Ledger) -> None:
-    fleet = Fleet(url)
+def test_pinned_work_waits_for_its_own_build(any_store_url: str, ledger: Ledger) -> None:
+    fleet = Fleet(any_store_url)
     api = fleet.runtime([pay(ledger, upgrade="pinned")], build="v1", execute="queue")
     tid = api.start(ALICE, "pay", slots={"amount": 5}).task.id
     newer = Worker(fleet.runtime([pay(ledger, upgrade="pinned")], build="v2"))
@@ -164,8 +161,10 @@ def test_pinned_work_waits_for_its_own_build(url: str, ledger: Ledger) -> None:
     assert "v1" not in {b.build for b in api.builds(ADMIN)}  # no process, nothing open
 
 
-def test_a_holder_that_died_mid_action_is_reconciled_not_rerun(url: str, ledger: Ledger) -> None:
-    fleet = Fleet(url)
+def test_a_holder_that_died_mid_action_is_reconciled_not_rerun(
+    any_store_url: str, ledger: Ledger
+) -> None:
+    fleet = Fleet(any_store_url)
     api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
     tid = api.start(ALICE, "pay", slots={"amount": 5}).task.id
     doomed = Worker(fleet.runtime([pay(ledger, plan=["crash"])], build="v1"))
@@ -181,8 +180,8 @@ def test_a_holder_that_died_mid_action_is_reconciled_not_rerun(url: str, ledger:
     assert len(effects(ledger)) == 1  # the check found the effect: no second charge
 
 
-def test_a_drive_that_fails_is_given_back_for_later(url: str, ledger: Ledger) -> None:
-    fleet = Fleet(url)
+def test_a_drive_that_fails_is_given_back_for_later(any_store_url: str, ledger: Ledger) -> None:
+    fleet = Fleet(any_store_url)
     api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
     tid = api.start(ALICE, "pay", slots={"amount": 5}).task.id
     w = Worker(fleet.runtime([pay(ledger)], build="v1"))
@@ -195,8 +194,10 @@ def test_a_drive_that_fails_is_given_back_for_later(url: str, ledger: Ledger) ->
     assert api.task(ALICE, tid).task.status == TaskStatus.DONE
 
 
-def test_a_worker_drains_and_deregisters_when_told_to_stop(url: str, ledger: Ledger) -> None:
-    fleet = Fleet(url)
+def test_a_worker_drains_and_deregisters_when_told_to_stop(
+    any_store_url: str, ledger: Ledger
+) -> None:
+    fleet = Fleet(any_store_url)
     api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
     w = Worker(fleet.runtime([pay(ledger)], build="v1"), poll=0.01)
     stop = threading.Event()
@@ -271,12 +272,12 @@ def test_processes_sharing_a_sqlite_file_never_claim_the_same_item(
     assert sum(1 for got in taken if got) >= 2  # and they really shared the work
 
 
-def test_a_slow_action_of_a_live_holder_is_left_alone(url: str, ledger: Ledger) -> None:
+def test_a_slow_action_of_a_live_holder_is_left_alone(any_store_url: str, ledger: Ledger) -> None:
     """The holder's heartbeat extends its claim and its action's lease: past the first
     lease, neither another worker nor a turn in another process takes the action over."""
     from relaystate.workers.presence import Presence
 
-    fleet = Fleet(url)
+    fleet = Fleet(any_store_url)
     lease = timedelta(seconds=30)
     api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
     tid = api.start(ALICE, "pay", slots={"amount": 5}).task.id
@@ -301,8 +302,10 @@ def test_a_slow_action_of_a_live_holder_is_left_alone(url: str, ledger: Ledger) 
     assert state.actions[0].checks == 0 and len(effects(ledger)) == 1
 
 
-def test_a_refused_give_back_is_retried_and_the_loop_goes_on(url: str, ledger: Ledger) -> None:
-    fleet = Fleet(url)
+def test_a_refused_give_back_is_retried_and_the_loop_goes_on(
+    any_store_url: str, ledger: Ledger
+) -> None:
+    fleet = Fleet(any_store_url)
     api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
     first = api.start(ALICE, "pay", slots={"amount": 5}).task.id
     w = Worker(fleet.runtime([pay(ledger)], build="v1"))
@@ -337,8 +340,10 @@ def test_a_refused_give_back_is_retried_and_the_loop_goes_on(url: str, ledger: L
     assert calls[:2] == [first, first]  # the failed give-back was retried first
 
 
-def test_work_this_build_may_not_run_is_given_back_for_later(url: str, ledger: Ledger) -> None:
-    fleet = Fleet(url)
+def test_work_this_build_may_not_run_is_given_back_for_later(
+    any_store_url: str, ledger: Ledger
+) -> None:
+    fleet = Fleet(any_store_url)
     api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
     tid = api.start(ALICE, "pay", slots={"amount": 5}).task.id
     w = Worker(fleet.runtime([pay(ledger)], build="v1"))
@@ -378,10 +383,12 @@ def test_work_stored_before_the_queue_is_queued_when_a_worker_starts(
     assert rt.task(ALICE, tid).task.status == TaskStatus.DONE
 
 
-def test_work_a_newer_build_took_over_is_given_back_due_at_once(url: str, ledger: Ledger) -> None:
+def test_work_a_newer_build_took_over_is_given_back_due_at_once(
+    any_store_url: str, ledger: Ledger
+) -> None:
     """Lifted meanwhile by a newer build: the row now names the new version, so only that
     build's workers take it, and they must not wait (the handover measured 61 s once)."""
-    fleet = Fleet(url)
+    fleet = Fleet(any_store_url)
     api = fleet.runtime([pay(ledger)], build="v1", execute="queue")
     api.start(ALICE, "pay", slots={"amount": 5})
     w = Worker(fleet.runtime([pay(ledger)], build="v1"))

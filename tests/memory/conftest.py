@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -15,15 +14,9 @@ from relaystate.memory.lexicon import Lexicon
 from relaystate.store import Stores
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path}/memory.db"
-    else:
-        url = str(request.getfixturevalue("postgres_url"))
-    opened = open_store(url)
+@pytest.fixture
+def stores(any_store_url: str) -> Iterator[Stores]:
+    opened = open_store(any_store_url)
     yield opened
     opened.close()
 

