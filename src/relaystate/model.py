@@ -12,7 +12,9 @@ from enum import StrEnum
 from typing import Any
 
 SCHEMA_VERSION = 1
-"""Shape version of stored Task/Action dicts; readers migrate older shapes (see schema.py)."""
+"""Shape version of stored Task/Action dicts: a writer never overwrites a newer shape
+(``runtime/writer.py``). A task type's own versions and their migrations are
+``task/versions.py``; the SQL schema's steps are ``store/schema/``."""
 
 JSON = Any
 

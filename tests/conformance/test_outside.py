@@ -3,9 +3,12 @@ outside this repository, against a backend of their own; a backend that breaks a
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 USERS_TESTS = '''
 import pytest
@@ -49,3 +52,19 @@ def test_a_users_backend_runs_the_suite_from_outside_the_repo(tmp_path: Path) ->
     assert failed and all("TestMyBrokenStore" in line for line in failed)
     assert "test_messages_are_numbered_per_session_in_order" in out
     assert "assert [(3, 'c'), (2, 'b'), (1, 'a')] == [(1, 'a'), (2, 'b'), (3, 'c')]" in out
+
+
+def test_the_readmes_example_runs_the_whole_suite(tmp_path: Path) -> None:
+    text = README.read_text(encoding="utf-8")
+    found = re.search(r"```python\n(import pytest\n.*?SQLStoreSuite.*?)```", text, re.DOTALL)
+    assert found is not None, "the README's conformance example is gone"
+    (tmp_path / "test_readme_store.py").write_text(found.group(1))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_readme_store.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert re.search(r"\b\d{2,} passed", run.stdout), run.stdout[-500:]
