@@ -167,6 +167,7 @@ _FACES = (
     "relaystate.server",
     "relaystate.store",
     "relaystate.store.schema",
+    "relaystate.testing",
 )
 """Packages whose ``__init__`` is their public surface, imported by whoever uses them; every
 other folder only groups its modules."""

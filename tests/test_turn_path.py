@@ -487,18 +487,3 @@ def test_the_public_surface_is_pinned() -> None:
 
     assert sorted(relaystate.__all__) == sorted(PUBLIC)
     assert all(hasattr(relaystate, name) for name in relaystate.__all__)
-
-
-def test_callers_above_the_runtime_never_touch_the_store_or_the_writer() -> None:
-    """conversation/, cli/ and demo/ go through the runtime (DESIGN.md: arrows point down)."""
-    src = Path(__file__).resolve().parent.parent / "src" / "relaystate"
-    reach_in = re.compile(
-        r"stores\.(tasks|sessions|coordination|schema|commit|read_turn|write)|_writer|TaskWriter"
-    )
-    offenders = [
-        f"{path.relative_to(src)}: {match.group(0)}"
-        for folder in ("conversation", "cli", "demo", "llm")
-        for path in (src / folder).rglob("*.py")
-        for match in reach_in.finditer(path.read_text(encoding="utf-8"))
-    ]
-    assert offenders == []

@@ -36,15 +36,20 @@ class TestMyBrokenStore(SessionRoleTests):
 '''
 
 
-def test_a_users_backend_runs_the_suite_from_outside_the_repo(tmp_path: Path) -> None:
-    (tmp_path / "test_my_store.py").write_text(USERS_TESTS)
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_store.py"],
-        cwd=tmp_path,
+def pytest_on(folder: Path, name: str, source: str) -> subprocess.CompletedProcess[str]:
+    """Run pytest in a process of its own on one test file written to ``folder``."""
+    (folder / name).write_text(source)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", name],
+        cwd=folder,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
+
+
+def test_a_users_backend_runs_the_suite_from_outside_the_repo(tmp_path: Path) -> None:
+    run = pytest_on(tmp_path, "test_my_store.py", USERS_TESTS)
     out = run.stdout
     assert run.returncode == 1, out
     assert "TestMyStore::" not in out.split("short test summary")[-1]  # the honest one passes
@@ -58,13 +63,6 @@ def test_the_readmes_example_runs_the_whole_suite(tmp_path: Path) -> None:
     text = README.read_text(encoding="utf-8")
     found = re.search(r"```python\n(import pytest\n.*?SQLStoreSuite.*?)```", text, re.DOTALL)
     assert found is not None, "the README's conformance example is gone"
-    (tmp_path / "test_readme_store.py").write_text(found.group(1))
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_readme_store.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    run = pytest_on(tmp_path, "test_readme_store.py", found.group(1))
     assert run.returncode == 0, run.stdout[-3000:]
     assert re.search(r"\b\d{2,} passed", run.stdout), run.stdout[-500:]

@@ -1,13 +1,13 @@
 """One conversational turn through the runtime: read once, decide, commit once.
 
 ``runtime.begin_turn(scope, session_id, text)`` reads the session and the open tasks it
-lists in one read. The caller (the conversation engine, under the CLI and the HTTP API) routes on that,
-may load a named task or the user's other open tasks, edits the session's own state
-(language, a pending pick), and calls :meth:`PendingTurn.commit` with at most one task edit
-and a function that phrases the reply from the state the turn leaves. The edit, the claim
-of any action it makes due, the user's words, the session and the reply are one write
-transaction when no action runs; each action that runs adds only the commit of its result,
-and the reply rides on the last one.
+lists in one read. The caller (the conversation engine, under the CLI and the HTTP API)
+routes on that, may load a named task or the user's other open tasks, edits the session's
+own state (language, a pending pick), and calls :meth:`PendingTurn.commit` with at most one
+task edit and a function that phrases the reply from the state the turn leaves. The edit,
+the claim of any action it makes due, the user's words, the session and the reply are one
+write transaction when no action runs; each action that runs adds only the commit of its
+result, and the reply rides on the last one.
 """
 
 from __future__ import annotations

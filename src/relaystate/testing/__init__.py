@@ -15,47 +15,29 @@ by inheriting the suites it plays and naming itself in an ``open_stores`` fixtur
 
 ``StoreSuite`` holds every role but the schema's (``SQLStoreSuite`` adds it); a partial
 backend inherits only the role suites it plays (``SessionRoleTests``, ``TurnRoleTests``...).
-Needs pytest (``pip install 'relaystate[testing]'``). Names load on first use.
+Needs pytest (``pip install 'relaystate[testing]'``).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 import pytest
 
-if TYPE_CHECKING:
-    from .conformance import ROLE_SUITES, SQLStoreSuite, StoreSuite
-    from .coordination import CoordinationRoleTests
-    from .fixtures import Conformance
-    from .identities import IdentityRoleTests
-    from .memories import MemoryRoleTests
-    from .schema import SchemaRoleTests
-    from .sessions import SessionRoleTests
-    from .tasks import TaskRoleTests
-    from .turns import TurnRoleTests
-    from .work_queue import WorkQueueTests
-    from .working import WorkingMemoryRoleTests
+# before the suites are imported: pytest explains their failed asserts as a test file's own
+_SUITES = ("conformance", "fixtures", "records", "coordination", "identities", "memories")
+_SUITES += ("schema", "sessions", "tasks", "turns", "work_queue", "working")
+pytest.register_assert_rewrite(*(f"{__name__}.{name}" for name in _SUITES))
 
-_WHERE = {
-    "ROLE_SUITES": "conformance",
-    "SQLStoreSuite": "conformance",
-    "StoreSuite": "conformance",
-    "Conformance": "fixtures",
-    "CoordinationRoleTests": "coordination",
-    "IdentityRoleTests": "identities",
-    "MemoryRoleTests": "memories",
-    "SchemaRoleTests": "schema",
-    "SessionRoleTests": "sessions",
-    "TaskRoleTests": "tasks",
-    "TurnRoleTests": "turns",
-    "WorkQueueTests": "work_queue",
-    "WorkingMemoryRoleTests": "working",
-}
-
-# pytest explains a failed assert of these modules as it does a test file's own
-pytest.register_assert_rewrite(*sorted({f"{__name__}.{m}" for m in _WHERE.values()}))
+from .conformance import ROLE_SUITES, SQLStoreSuite, StoreSuite  # noqa: E402
+from .coordination import CoordinationRoleTests  # noqa: E402
+from .fixtures import Conformance  # noqa: E402
+from .identities import IdentityRoleTests  # noqa: E402
+from .memories import MemoryRoleTests  # noqa: E402
+from .schema import SchemaRoleTests  # noqa: E402
+from .sessions import SessionRoleTests  # noqa: E402
+from .tasks import TaskRoleTests  # noqa: E402
+from .turns import TurnRoleTests  # noqa: E402
+from .work_queue import WorkQueueTests  # noqa: E402
+from .working import WorkingMemoryRoleTests  # noqa: E402
 
 __all__ = [
     "ROLE_SUITES",
@@ -72,12 +54,3 @@ __all__ = [
     "WorkQueueTests",
     "WorkingMemoryRoleTests",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value

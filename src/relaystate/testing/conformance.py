@@ -19,19 +19,6 @@ from .turns import TurnRoleTests
 from .work_queue import WorkQueueTests
 from .working import WorkingMemoryRoleTests
 
-ROLE_SUITES = (
-    TaskRoleTests,
-    SessionRoleTests,
-    TurnRoleTests,
-    CoordinationRoleTests,
-    WorkQueueTests,
-    IdentityRoleTests,
-    MemoryRoleTests,
-    WorkingMemoryRoleTests,
-)
-"""Every role a durable store plays; ``SchemaRoleTests`` is apart: only a store that
-migrates its own SQL schema plays it."""
-
 
 class StoreSuite(
     TaskRoleTests,
@@ -44,6 +31,11 @@ class StoreSuite(
     WorkingMemoryRoleTests,
 ):
     """Every role's tests but the schema's: inherit it and define ``open_stores``."""
+
+
+ROLE_SUITES: tuple[type, ...] = StoreSuite.__bases__
+"""Every role a durable store plays; ``SchemaRoleTests`` is apart: only a store that
+migrates its own SQL schema plays it."""
 
 
 class SQLStoreSuite(StoreSuite, SchemaRoleTests):
