@@ -20,12 +20,12 @@ Needs pytest (``pip install 'relaystate[testing]'``).
 
 from __future__ import annotations
 
+import pkgutil
+
 import pytest
 
 # before the suites are imported: pytest explains their failed asserts as a test file's own
-_SUITES = ("conformance", "fixtures", "records", "coordination", "identities", "memories")
-_SUITES += ("schema", "sessions", "tasks", "turns", "work_queue", "working")
-pytest.register_assert_rewrite(*(f"{__name__}.{name}" for name in _SUITES))
+pytest.register_assert_rewrite(*(f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)))
 
 from .conformance import ROLE_SUITES, SQLStoreSuite, StoreSuite  # noqa: E402
 from .coordination import CoordinationRoleTests  # noqa: E402
