@@ -392,16 +392,18 @@ def fill_ledger(path: Path, keys: list[str]) -> None:
     written as ``Ledger.apply`` writes them, in one transaction."""
     from relaystate.demo.ledger import Ledger
 
-    Ledger(path)  # its schema
+    if not keys:
+        return
+    Ledger(path).apply(keys[0], "payment", {})  # the first request makes the file and tables
     db = sqlite3.connect(str(path), isolation_level=None)
     db.execute("BEGIN IMMEDIATE")
     db.executemany(
         "INSERT INTO requests (idempotency_key, kind, count) VALUES (?, 'payment', 1)",
-        [(k,) for k in keys],
+        [(k,) for k in keys[1:]],
     )
     db.executemany(
         "INSERT INTO effects (idempotency_key, kind, effect) VALUES (?, 'payment', ?)",
-        [(k, json.dumps({"id": f"PAY-{i + 1:05d}"})) for i, k in enumerate(keys)],
+        [(k, json.dumps({"id": f"PAY-{i + 1:05d}"})) for i, k in enumerate(keys) if i],
     )
     db.execute("COMMIT")
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -595,7 +597,10 @@ def check_cost_us(ledger: Path, keys: list[str], n: int = 500) -> float:
 
 def measure_startup(backend: Backend, ledger_dir: Path) -> float:
     """Wall time of ``relaystate recover`` with nothing to do: interpreter, imports, connect."""
+    from relaystate import open_store
+
     url = backend.fresh("recover-idle")
+    open_store(url).close()  # a store that exists, as a deployed one does (recover creates none)
     ledger = ledger_dir / f"{backend.slug}-idle-ledger.db"
     ledger.unlink(missing_ok=True)
     run_recover(url, backend.cache, ledger, 1)  # warms the OS page cache for the imports
