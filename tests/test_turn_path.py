@@ -285,6 +285,7 @@ CALLS: dict[str, Callable[[Runtime, Any, str], Any]] = {
     "confirm": lambda rt, s, t: rt.confirm(s, t),
     "cancel": lambda rt, s, t: rt.cancel(s, t),
     "resolve": lambda rt, s, t: rt.resolve(s, t, 1, succeeded=True),
+    "rerun": lambda rt, s, t: rt.rerun(s, t, 1),
     "unpin": lambda rt, s, t: rt.unpin(s, t, reason="its build is gone"),
     "advance": lambda rt, s, t: rt.advance(s, t),
     "resume": lambda rt, s, t: rt.resume(s, t),
@@ -377,7 +378,7 @@ def test_another_user_can_neither_list_nor_join_a_session(owned: tuple[Runtime, 
 
 
 @pytest.mark.parametrize(
-    "name", ["resolve", "unpin", "compact", "recover", "schema_status", "upgrade_schema"]
+    "name", ["resolve", "rerun", "unpin", "compact", "recover", "schema_status", "upgrade_schema"]
 )
 def test_operator_work_needs_an_admin_scope(owned: tuple[Runtime, str], name: str) -> None:
     from relaystate import ScopeError
@@ -444,6 +445,7 @@ PUBLIC = (
     "RecoveryReport",
     "RelaystateError",
     "ReplyContext",
+    "Rerun",
     "Resolve",
     "Resume",
     "Resumption",

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .runtime.turns import PendingTurn, ReplyContext, TurnResult
     from .scope import Scope
     from .store import Stores, open_store
-    from .task.edits import Cancel, Confirm, Fill, Resolve, Resume, Start
+    from .task.edits import Cancel, Confirm, Fill, Rerun, Resolve, Resume, Start
     from .task.next_step import (
         AskConfirmation,
         AskSlot,
@@ -117,6 +117,7 @@ _WHERE = {
     "RecoveryReport": "runtime.recovery",
     "RelaystateError": "errors",
     "ReplyContext": "runtime.turns",
+    "Rerun": "task.edits",
     "Resolve": "task.edits",
     "Resume": "task.edits",
     "Resumption": "runtime.runtime",
@@ -192,6 +193,7 @@ __all__ = [
     "RejectedInput",
     "RelaystateError",
     "ReplyContext",
+    "Rerun",
     "Resolve",
     "Resume",
     "Resumption",

@@ -176,6 +176,10 @@ class Task:
         )
 
 
+PROGRAMMING_ERROR = "programming"
+"""An action's ``error_kind`` when its own code is wrong (see ``spec.PROGRAMMING_ERRORS``)."""
+
+
 @dataclass
 class Action:
     """One step of a task; recorded before its effect and reconciled before any retry."""
@@ -191,6 +195,9 @@ class Action:
     input: dict[str, JSON] = field(default_factory=dict)
     output: JSON = None
     error: str | None = None
+    error_kind: str | None = None
+    """:data:`PROGRAMMING_ERROR` when the action's own code raised a programming error
+    (NameError, TypeError...): it is not retried, and the task waits for a person."""
     attempts: int = 0
     checks: int = 0
     compensates: int | None = None
@@ -213,6 +220,7 @@ class Action:
             "input": clone(self.input),
             "output": clone(self.output),
             "error": self.error,
+            "error_kind": self.error_kind,
             "attempts": self.attempts,
             "checks": self.checks,
             "compensates": self.compensates,
@@ -237,6 +245,7 @@ class Action:
             input=clone(d.get("input", {})),
             output=clone(d.get("output")),
             error=d.get("error"),
+            error_kind=d.get("error_kind"),
             attempts=int(d.get("attempts", 0)),
             checks=int(d.get("checks", 0)),
             compensates=d.get("compensates"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,10 +29,11 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from .. import failpoints
-from ..model import Action, ActionKind, ActionStatus, TaskState
+from ..model import PROGRAMMING_ERROR, Action, ActionKind, ActionStatus, TaskState
 from ..task.machine import first_stage
 from ..task.next_step import InProgress, NextStep, Reconcile, RunAction
 from ..task.spec import (
+    PROGRAMMING_ERRORS,
     ActionContext,
     ActionSpec,
     Completes,
@@ -69,9 +71,11 @@ class Claim:
 class Result:
     """What one attempt or check came to; ``kind`` says how to settle the action."""
 
-    kind: Literal["success", "unknown", "retryable", "permanent", "rejected", "check"]
+    kind: Literal["success", "unknown", "retryable", "permanent", "rejected", "check", "bug"]
     output: JSON = None
     error: str | None = None
+    trace: str | None = None
+    """For "bug": where the action's own code raised (its last frames), for the journal."""
     outcome: Outcome | None = None
     """For a check: what the downstream said (None: nothing can tell)."""
     rejected: tuple[str, str] | None = None
@@ -229,7 +233,7 @@ class ActionRunner:
         action = draft.action(claim.seq)
         spec = self.spec_for(draft, action.name, action.kind)
         if claim.kind == "check":
-            return self._apply_check(draft, action, spec, result.outcome, now)
+            return self._apply_check(draft, action, spec, result, now)
         if action.status not in (ActionStatus.RUNNING, ActionStatus.UNKNOWN):
             return False  # someone else settled it already
         if result.kind != "success" and action.lease_owner != self.owner:
@@ -247,13 +251,17 @@ class ActionRunner:
         draft: TaskState,
         row: Action,
         spec: ActionSpec,
-        outcome: Outcome | None,
+        result: Result,
         now: datetime,
     ) -> bool:
         if row.status != ActionStatus.UNKNOWN or row.lease_owner != self.owner:
             return False
         row.lease_owner = row.lease_expires_at = None
-        if outcome is None:
+        outcome = result.outcome
+        row.error_kind = None
+        if result.kind == "bug":  # the check's own code is wrong: a person, not a retry
+            row.error, row.error_kind = f"its check raised {result.error}", PROGRAMMING_ERROR
+        elif outcome is None:
             pass  # nothing can tell what happened: left unknown, the machine asks a person
         elif outcome.state == "succeeded":
             _settle_attempt(draft, row, spec, Result("success", outcome.output), now)
@@ -279,6 +287,12 @@ class ActionRunner:
 def describe_result(state: TaskState, claim: Claim, result: Result) -> str:
     """The journal's reason for the commit that applied ``result``."""
     action = state.action(claim.seq)
+    if result.kind == "bug":
+        what = "its check" if claim.kind == "check" else action.name
+        return (
+            f"{what} raised a programming error, not retried: {result.error}; fix the code, "
+            f"then rerun or resolve action {action.seq}\n{result.trace or ''}"
+        ).rstrip()
     if claim.kind == "check":
         outcome = result.outcome
         if outcome is None:
@@ -301,10 +315,13 @@ def _check(spec: ActionSpec, ctx: ActionContext) -> Result:
     if spec.check_fn is not None:
         try:
             outcome = spec.check_fn(ctx)
-            if not isinstance(outcome, Outcome):
-                raise TypeError(f"check of {ctx.name} returned {outcome!r}, not Outcome")
         except Exception as exc:
+            if _is_bug(exc, spec):
+                return Result("bug", error=_describe(exc), trace=_trace(exc))
             outcome = Outcome.pending(f"check failed: {_describe(exc)}")
+        if not isinstance(outcome, Outcome):
+            problem = f"check of {ctx.name} returned {outcome!r}, not an Outcome"
+            return Result("bug", error=problem)
     elif spec.safe_to_repeat:
         outcome = Outcome.not_found("safe to repeat with the same key")
     else:
@@ -324,6 +341,8 @@ def _attempt(spec: ActionSpec, ctx: ActionContext) -> Result:
     except (TimeoutError, OutcomeUnknown) as exc:
         return Result("unknown", error=_describe(exc))
     except Exception as exc:
+        if _is_bug(exc, spec):
+            return Result("bug", error=_describe(exc), trace=_trace(exc))
         if spec.safe_to_repeat:
             return Result("retryable", error=_describe(exc))
         # A side effect that raised may still have happened: ask before any retry.
@@ -382,7 +401,12 @@ def _settle_attempt(
     action.lease_expires_at = None
     action.next_attempt_at = None
     action.error = result.error
-    if result.kind == "success":
+    action.error_kind = None
+    if result.kind == "bug":
+        # an effect may have landed before the code failed: unknown, then, not failed
+        action.status = ActionStatus.UNKNOWN if spec.side_effect else ActionStatus.FAILED
+        action.error_kind = PROGRAMMING_ERROR
+    elif result.kind == "success":
         action.status = ActionStatus.SUCCESS
         action.output = result.output
         if result.slots:
@@ -404,6 +428,18 @@ def _outputs(state: TaskState) -> dict[str, JSON]:
         for a in state.actions
         if a.kind == ActionKind.STEP and a.status == ActionStatus.SUCCESS
     }
+
+
+def _is_bug(exc: Exception, spec: ActionSpec) -> bool:
+    """Whether ``exc`` says the action's own code is wrong (and its retry policy does not
+    say to retry it anyway)."""
+    return isinstance(exc, PROGRAMMING_ERRORS) and not isinstance(exc, spec.retry.retry_on)
+
+
+def _trace(exc: BaseException, frames: int = 6, limit: int = 4000) -> str:
+    """The last ``frames`` frames of where ``exc`` was raised, at most ``limit`` characters."""
+    text = "".join(traceback.format_exception(exc, limit=-frames))
+    return text if len(text) <= limit else "...\n" + text[-limit:]
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,4 +1,4 @@
-"""``relaystate tasks list|show|history|resume|resolve|unpin``: inspect, resume and settle
+"""``relaystate tasks list|show|history|resume|resolve|rerun|unpin``: inspect, resume and settle
 Tasks, and release a pinned one whose build is gone.
 
 Without ``--user`` the operator acts with admin scope (``tasks list`` always names a user).
@@ -46,6 +46,15 @@ def register(commands: Any) -> None:
     outcome.add_argument("--succeeded", dest="succeeded", action="store_true")
     outcome.add_argument("--failed", dest="succeeded", action="store_false")
     p.set_defaults(run=resolve)
+
+    p = sub.add_parser(
+        "rerun",
+        parents=[app_parser()],
+        help="Run an Action again once the error in its own code is fixed.",
+    )
+    p.add_argument("task_id", metavar="TASK_ID")
+    p.add_argument("seq", type=int, metavar="SEQ", help="The Action's seq (see tasks show).")
+    p.set_defaults(run=rerun)
 
     p = sub.add_parser(
         "unpin",
@@ -188,6 +197,14 @@ def resolve(ns: argparse.Namespace) -> None:
     opts = Options.parse(ns)
     with opts.runtime(create=False) as rt:
         state = rt.resolve(scope_for(None), ns.task_id, ns.seq, succeeded=ns.succeeded)
+    _emit(opts, state)
+
+
+def rerun(ns: argparse.Namespace) -> None:
+    """Run an Action stopped by a programming error again, after the fix is deployed."""
+    opts = Options.parse(ns)
+    with opts.runtime(create=False) as rt:
+        state = rt.rerun(scope_for(None), ns.task_id, ns.seq)
     _emit(opts, state)
 
 

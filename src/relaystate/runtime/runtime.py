@@ -48,6 +48,7 @@ from ..task.edits import (
     Cancel,
     Confirm,
     Fill,
+    Rerun,
     Resolve,
     Resume,
     Start,
@@ -413,6 +414,13 @@ class Runtime:
         )
         checked(scope).require_admin("resolving an action")
         return self.apply(scope, Resolve(task_id, seq, succeeded, output)).state
+
+    def rerun(self, scope: Scope, task_id: str, seq: int) -> TaskState:
+        """An operator runs an action again once the error in its own code is fixed (one
+        with a side effect is reconciled with the downstream first, through its check)."""
+        inputs.check(scope, task_id=task_id, seq=seq, max_text=self.max_text)
+        checked(scope).require_admin("rerunning an action")
+        return self.apply(scope, Rerun(task_id, seq)).state
 
     def unpin(self, scope: Scope, task_id: str, *, reason: str) -> TaskState:
         """An operator lets any build continue a pinned task whose build is gone for good

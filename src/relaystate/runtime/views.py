@@ -62,6 +62,7 @@ def action_view(action: Action) -> JSON:
         "input": action.input,
         "output": action.output,
         "error": action.error,
+        "error_kind": action.error_kind,
         "lease_owner": action.lease_owner,
         "lease_expires_at": to_iso(action.lease_expires_at),
         "next_attempt_at": to_iso(action.next_attempt_at),

@@ -344,6 +344,17 @@ def resolve(request: Request, who: Who, action_id: Id, body: Resolution) -> Task
     return TaskOut(task=state_view(state))
 
 
+@router.post(
+    "/actions/{action_id}/rerun", response_model=TaskOut, responses=BY_ID | WRITES | OPERATORS
+)
+def rerun(request: Request, who: Who, action_id: Id) -> TaskOut:
+    """An operator runs an Action stopped by an error in its own code again, once the code
+    is fixed (one with a side effect is reconciled with the downstream first)."""
+    rt = server(request).runtime
+    action = rt.action(who.reads, action_id)
+    return TaskOut(task=state_view(rt.rerun(who.reads, action.task_id, action.seq)))
+
+
 @router.post("/tasks/{task_id}/unpin", response_model=TaskOut, responses=BY_ID | WRITES | OPERATORS)
 def unpin(request: Request, who: Who, task_id: Id, body: Unpinning) -> TaskOut:
     """An operator lets any build continue a pinned Task whose build is gone for good; the

@@ -15,7 +15,7 @@ from .. import inputs
 from ..errors import ConfirmationChanged, InvalidSlot, NotFound, TaskLocked, TemplateError
 from ..model import ActionKind, ActionStatus, TaskState, TaskStatus
 from ..scope import Scope
-from .machine import first_stage
+from .machine import first_stage, stopped_by_its_code
 from .templates import TaskTemplate
 
 JSON = Any
@@ -75,8 +75,17 @@ class Resolve:
     output: JSON = None
 
 
-Edit = Start | Fill | Confirm | Cancel | Resume | Resolve
-TaskEdit = Fill | Confirm | Cancel | Resume | Resolve
+@dataclass(frozen=True)
+class Rerun:
+    """An operator runs an action again once the error in its own code is fixed (an action
+    with a side effect is first reconciled with the downstream: it may have taken effect)."""
+
+    task_id: str
+    seq: int
+
+
+Edit = Start | Fill | Confirm | Cancel | Resume | Resolve | Rerun
+TaskEdit = Fill | Confirm | Cancel | Resume | Resolve | Rerun
 """The edits of an existing task."""
 
 
@@ -104,6 +113,8 @@ def reason_for(edit: Edit) -> str:
             return "resumed"
         case Resolve(seq=seq, succeeded=ok):
             return f"action {seq} resolved as {'succeeded' if ok else 'failed'}"
+        case Rerun(seq=seq):
+            return f"action {seq} rerun after a fix"
     raise AssertionError(edit)  # pragma: no cover
 
 
@@ -120,6 +131,8 @@ def change_for(
             return lambda draft: _cancel(draft, template_of(draft))
         case Resolve(seq=seq, succeeded=ok, output=output):
             return lambda draft: _resolve(draft, seq, ok, output, by)
+        case Rerun(seq=seq):
+            return lambda draft: _rerun(draft, seq)
         case Resume():
             return None
     raise AssertionError(edit)  # pragma: no cover
@@ -200,9 +213,31 @@ def _resolve(draft: TaskState, seq: int, succeeded: bool, output: JSON, by: str)
     action.status = ActionStatus.SUCCESS if succeeded else ActionStatus.FAILED
     action.output = output if succeeded else action.output
     action.error = None if succeeded else (action.error or f"resolved as failed by {by}")
+    action.error_kind = None
     action.lease_owner = action.lease_expires_at = action.next_attempt_at = None
     if succeeded and action.compensates is not None:
         draft.action(action.compensates).status = ActionStatus.COMPENSATED
+    return True
+
+
+def _rerun(draft: TaskState, seq: int) -> bool:
+    try:
+        action = draft.action(seq)
+    except KeyError:
+        raise NotFound(f"task {draft.task.id} has no action {seq}") from None
+    if not stopped_by_its_code(action):
+        raise TaskLocked(
+            f"{action.name} is {action.status} and was not stopped by an error in its code; "
+            "nothing to rerun",
+            code="settled",
+            action=action.name,
+        )
+    action.error_kind = None
+    action.checks = 0
+    action.next_attempt_at = None
+    if action.status == ActionStatus.FAILED:  # no side effect: simply once more
+        action.status = ActionStatus.PENDING
+    # UNKNOWN (a side effect): reconciled with the downstream before anything is repeated
     return True
 
 

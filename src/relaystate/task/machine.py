@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ..model import Action, ActionKind, ActionStatus, Progress, TaskState, TaskStatus
+from ..model import (
+    PROGRAMMING_ERROR,
+    Action,
+    ActionKind,
+    ActionStatus,
+    Progress,
+    TaskState,
+    TaskStatus,
+)
 from .next_step import (
     AskConfirmation,
     AskSlot,
@@ -65,6 +73,13 @@ def _next_step(template: TaskTemplate, state: TaskState, now: datetime) -> NextS
     if task.status == TaskStatus.CANCELLED:
         return Finished(TaskStatus.CANCELLED)
     steps = [a for a in state.actions if a.kind == ActionKind.STEP]
+    broken = next((a for a in state.actions if stopped_by_its_code(a)), None)
+    if broken is not None:  # a person fixes the code first: no unwinding, no retry
+        return NeedsAttention(
+            f"{broken.name} raised an error in its own code ({broken.error}); fix it, then "
+            f"rerun or resolve action {broken.seq}",
+            broken.seq,
+        )
     if any(a.status == ActionStatus.FAILED for a in steps):
         return _unwind(template, state, now)
     idx = template.stage_index(task.stage)
@@ -88,6 +103,14 @@ def _next_step(template: TaskTemplate, state: TaskState, now: datetime) -> NextS
         if idx >= len(template.stages):
             return Finished(TaskStatus.DONE)
         task.stage = template.stages[idx].name
+
+
+def stopped_by_its_code(action: Action) -> bool:
+    """Whether ``action`` stopped on a programming error of its own code (not retried)."""
+    return action.error_kind == PROGRAMMING_ERROR and action.status in (
+        ActionStatus.FAILED,
+        ActionStatus.UNKNOWN,
+    )
 
 
 def _unwind(template: TaskTemplate, state: TaskState, now: datetime) -> NextStep:

@@ -13,7 +13,10 @@ class Retry:
 
     ``max_attempts`` counts the first attempt: 1 means never retry. ``jitter`` is the
     fraction of each delay that is randomised, so that many tasks retrying after one outage
-    do not hit the downstream in lockstep.
+    do not hit the downstream in lockstep. Retries are for what a downstream raises: a
+    programming error of the action's own code (``spec.PROGRAMMING_ERRORS``: NameError,
+    TypeError, AttributeError...) stops the action at once, unless its type is in
+    ``retry_on``.
     """
 
     max_attempts: int = 3
@@ -21,6 +24,7 @@ class Retry:
     multiplier: float = 2.0
     max_interval: float = 60.0
     jitter: float = 0.0
+    retry_on: tuple[type[BaseException], ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -31,6 +35,8 @@ class Retry:
             raise ValueError("Retry.multiplier must be at least 1")
         if not 0 <= self.jitter <= 1:
             raise ValueError("Retry.jitter must be between 0 and 1")
+        if not all(isinstance(t, type) and issubclass(t, BaseException) for t in self.retry_on):
+            raise ValueError("Retry.retry_on takes exception types, such as (TypeError,)")
 
     def can_retry(self, attempts: int) -> bool:
         """Whether another attempt is allowed after ``attempts`` attempts."""

@@ -18,6 +18,23 @@ from .retry import Retry
 JSON = Any
 
 
+PROGRAMMING_ERRORS: tuple[type[Exception], ...] = (
+    NameError,
+    TypeError,
+    AttributeError,
+    ImportError,
+    SyntaxError,
+    NotImplementedError,
+    AssertionError,
+    RecursionError,
+)
+"""Exceptions that say the action's own code is wrong, not that the downstream failed (a
+typo, a missing import, a wrong argument): the action is not retried and its task waits for
+a person, who fixes the code and reruns it (``relaystate tasks rerun``) or resolves it.
+``Retry(retry_on=...)`` lists any of them that a downstream's client really raises for a
+passing failure."""
+
+
 class PermanentError(Exception):
     """Raised by an action: the downstream refused for good; do not retry."""
 

@@ -479,8 +479,15 @@ function renderActions(actions) {
         "Status",
         {},
         badge(a.status),
-        a.error ? h("div", { class: "small error-text" }, fmtValue(a.error)) : null,
-        canResolve && a.status === "needs_attention" ? resolveButtons(a) : null,
+        a.error
+          ? h(
+              "div",
+              { class: "small error-text" },
+              a.error_kind === "programming" ? "An error in the Action's own code (not retried): " : null,
+              fmtValue(a.error),
+            )
+          : null,
+        canResolve && needsAPerson(a) ? resolveButtons(a) : null,
       ),
       cell("Attempts", {}, `${a.attempts}${a.checks ? ` (+${a.checks} checks)` : ""}`),
       cell("Idempotency key", {}, h("code", { class: "key" }, a.idempotency_key)),
@@ -499,27 +506,38 @@ function renderActions(actions) {
 }
 
 // An operator decides what happened to an Action the runtime could not settle.
+// An Action an operator settles: its outcome is unknown, or its own code raised an error.
+function needsAPerson(action) {
+  return action.status === "unknown" || action.error_kind === "programming";
+}
+
 function resolveButtons(action) {
-  const resolve = (outcome) => async () => {
+  const post = (what, body) => async () => {
     try {
-      const path = `/v1/actions/${encodeURIComponent(action.id)}/resolve`;
-      const data = await api("POST", path, { outcome });
+      const path = `/v1/actions/${encodeURIComponent(action.id)}/${what}`;
+      const data = await api("POST", path, body);
       showTask(data.task);
     } catch (err) {
       showError(err);
     }
   };
-  return h(
-    "div",
-    { class: "resolve" },
-    ["success", "failed"].map((outcome) =>
-      h(
-        "button",
-        { type: "button", class: "secondary", onclick: resolve(outcome) },
-        `Resolve: ${outcome}`,
-      ),
+  const buttons = ["success", "failed"].map((outcome) =>
+    h(
+      "button",
+      { type: "button", class: "secondary", onclick: post("resolve", { outcome }) },
+      `Resolve: ${outcome}`,
     ),
   );
+  if (action.error_kind === "programming") {
+    buttons.push(
+      h(
+        "button",
+        { type: "button", class: "secondary", onclick: post("rerun") },
+        "Run again (after the fix)",
+      ),
+    );
+  }
+  return h("div", { class: "resolve" }, ...buttons);
 }
 
 // Each slot's values over time, read from the journal: version 1 (or the baseline) holds the
