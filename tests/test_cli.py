@@ -106,7 +106,7 @@ def test_recover_and_ledger_from_the_environment(booked: tuple[str, str], tmp_pa
         (["tasks", "list", "--user", "alice", "--store", "sqlite://"], "bad SQLite store URL"),
         (["tasks", "resolve", "{open}", "7", "--failed"], "has no action 7"),
         (["tasks", "show", "{open}", "--app", "no.such.module:x"], "cannot load templates"),
-        (["tasks", "list"], "the following arguments are required: --user"),
+        (["tasks", "list", "--limit", "0"], "--limit takes 1 to 10000"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

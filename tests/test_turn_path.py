@@ -291,6 +291,8 @@ CALLS: dict[str, Callable[[Runtime, Any, str], Any]] = {
     "resume": lambda rt, s, t: rt.resume(s, t),
     "apply": lambda rt, s, t: rt.apply(s, __import__("relaystate").Resume(t)),
     "task": lambda rt, s, t: rt.task(s, t),
+    "task_id": lambda rt, s, t: rt.task_id(s, t[:8]),
+    "task_counts": lambda rt, s, t: rt.task_counts(s),
     "tasks": lambda rt, s, t: rt.tasks(s),
     "open_tasks": lambda rt, s, t: rt.open_tasks(s),
     "recover": lambda rt, s, t: rt.recover(s),

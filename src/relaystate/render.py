@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import textwrap
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from .model import JournalEntry, Snapshot, TaskState
+from .model import JournalEntry, Snapshot, Task, TaskState
+
+SHORT_ID = 8
+"""How many characters of an id are shown (the CLI takes them back as a prefix)."""
 
 
 def print_state(out: Console, state: TaskState, title: str | None = None) -> None:
@@ -42,6 +48,35 @@ def print_state(out: Console, state: TaskState, title: str | None = None) -> Non
                 str(a.seq), a.name, str(a.status), str(a.attempts), a.idempotency_key, a.error or ""
             )
         out.print(actions)
+
+
+def task_lines(tasks: Sequence[Task], *, owners: bool, width: int = 80) -> Text:
+    """Tasks one line each (short id, owner when ``owners``, type, status, progress, when),
+    with where each stands wrapped beneath it: readable at 80 columns, ids never cut."""
+    columns = ["Task", *(["user"] if owners else []), "type", "status", "done", "updated (UTC)"]
+    rows = [
+        [
+            t.id[:SHORT_ID],
+            *([t.user_id] if owners else []),
+            t.type,
+            str(t.status),
+            f"{t.progress.done}/{t.progress.total}",
+            f"{t.updated_at:%Y-%m-%d %H:%M}",
+        ]
+        for t in tasks
+    ]
+    widths = [max(len(r[i]) for r in [columns, *rows]) for i in range(len(columns))]
+    out = Text()
+    out.append("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    out.append("\n", style="bold")
+    out.stylize("bold", 0, len(out))
+    indent = " " * (SHORT_ID + 2)
+    for task, row in zip(tasks, rows, strict=True):
+        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+        for line in textwrap.wrap(task.status_text, max(width - len(indent), 20)):
+            out.append(indent + line + "\n", style="dim")
+    out.rstrip()
+    return out
 
 
 def history_table(task_id: str, baseline: Snapshot | None, entries: list[JournalEntry]) -> Table:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import demo, fleet, memory, ops, schema, serve, talk, tasks
+from . import demo, fleet, info, memory, ops, schema, serve, talk, tasks
 
 __all__ = ["main", "parser"]
 
@@ -49,6 +49,7 @@ def parser() -> argparse.ArgumentParser:
         description="relaystate: durable Sessions, Tasks and Actions that resume where they "
         "stopped.",
     )
+    root.add_argument("--version", action="version", version=f"relaystate {_version()}")
     commands = root.add_subparsers(title="commands", metavar="COMMAND", parser_class=_Parser)
     talk.register(commands)
     tasks.register(commands)
@@ -58,7 +59,14 @@ def parser() -> argparse.ArgumentParser:
     serve.register(commands)
     memory.register(commands)
     fleet.register(commands)
+    info.register(commands)
     return root
+
+
+def _version() -> str:
+    from .options import default_build
+
+    return default_build()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

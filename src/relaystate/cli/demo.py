@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import io
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,18 @@ def register(commands: Any) -> None:
     group = commands.add_parser("demo", help="The demo agents and their downstream ledger.")
     sub = group.add_subparsers(title="commands", metavar="COMMAND", parser_class=type(group))
     group.set_defaults(run=lambda ns: group.error("name a demo command"))
-    p = sub.add_parser("run", help="Leave mid-task, come back on a new device, survive a crash.")
-    p.add_argument("--dir", dest="workdir", type=Path, default=Path("demo-data"))
+    p = sub.add_parser(
+        "run",
+        parents=[store_parser()],
+        help="Leave mid-task, come back on a new device, survive a crash.",
+    )
+    p.add_argument(
+        "--dir",
+        dest="workdir",
+        type=Path,
+        default=Path("demo-data"),
+        help="Where the demo's files go (demo-data); its store too, unless --store names one.",
+    )
     p.set_defaults(run=run)
     p = sub.add_parser(
         "ledger", parents=[store_parser()], help="What the demo downstream received, by key."
@@ -36,7 +48,14 @@ def run(ns: argparse.Namespace) -> None:
         raise ConfigError(
             f"--dir {ns.workdir}: cannot be the demo's directory: {exc.strerror}"
         ) from None
-    run_demo(ns.workdir, Console())
+    if ns.cache:
+        raise ConfigError("demo run keeps its sessions in the store: it takes no --cache")
+    opts = Options.parse(ns)
+    store = opts.store if ns.store or os.environ.get("RELAYSTATE_STORE") else None
+    quiet = Console(file=io.StringIO()) if opts.as_json else Console()
+    summary = run_demo(ns.workdir, quiet, store=store)
+    if opts.as_json:
+        opts.emit(summary)
 
 
 def ledger(ns: argparse.Namespace) -> None:

@@ -35,7 +35,10 @@ def store_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(add_help=False)
     group = parser.add_argument_group("store")
     group.add_argument(
-        "--store", help="Store URL (memory://, sqlite:///path.db, postgresql://...)."
+        "--store",
+        help="Store URL: sqlite:///relative/path.db (three slashes: from here), "
+        "sqlite:////absolute/path.db (four), postgresql://user@host/db or memory:// "
+        f"(default $RELAYSTATE_STORE, else {DEFAULT_STORE}).",
     )
     group.add_argument("--cache", help="Session cache URL (redis://host:port/db).")
     group.add_argument("--json", dest="as_json", action="store_true", help="Print JSON.")
@@ -48,7 +51,10 @@ def app_parser() -> argparse.ArgumentParser:
     group = parser.add_argument_group("templates")
     group.add_argument("--ledger", help="The demo downstream ledger file.")
     group.add_argument(
-        "--app", dest="app_ref", help="module:function returning your TaskTemplates."
+        "--app",
+        dest="app_ref",
+        help="module:function returning your TaskTemplates (a module of the current "
+        "directory or the import path; default $RELAYSTATE_APP, else the demo agents).",
     )
     group.add_argument(
         "--build",
@@ -210,6 +216,9 @@ def load_app(ref: str) -> list[TaskTemplate]:
     attr = attr or "templates"
     if not module_name or module_name.startswith("."):
         raise ConfigError(f"{where}: name an importable module, as in mypackage.agents:templates")
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:  # a module of one's own, as python -m does
+        sys.path.insert(0, here)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

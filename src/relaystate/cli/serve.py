@@ -4,7 +4,9 @@ keys): what the people who deploy relaystate run."""
 from __future__ import annotations
 
 import argparse
+import errno
 import signal
+import socket
 import sys
 from typing import Any
 
@@ -13,6 +15,8 @@ from .options import Options, app_parser, scope_for, seconds, store_parser
 
 DEFAULT_PORT = 8700
 DEMO_USER = "demo"
+SERVE_KEY = "serve"
+"""The name of the demo key ``serve`` mints (and revokes again at its next start)."""
 GRACE = 3.0
 """Seconds a stopping server gives open requests by default (event streams never end by
 themselves, so a drain is bounded; a request running a slow Action inline may need more)."""
@@ -45,6 +49,13 @@ def register(commands: Any) -> None:
         help="Vectors of long-term memory: none, hash, e5 or openai:MODEL@BASE_URL "
         "(default $RELAYSTATE_EMBEDDER, else hash).",
     )
+    p.add_argument(
+        "--no-demo-key",
+        dest="demo_key",
+        action="store_false",
+        help=f"Mint no key for the demo user '{DEMO_USER}' (a deployment's users have their "
+        "own: relaystate users create).",
+    )
     p.set_defaults(run=serve)
 
     users = commands.add_parser("users", help="API keys of the HTTP server: create, revoke, list.")
@@ -73,45 +84,94 @@ def _port(text: str) -> int:
 
 
 def serve(ns: argparse.Namespace) -> None:
-    """Run the server until Ctrl-C; print its address and a key for the demo user."""
+    """Run the server until Ctrl-C; print its address and a key for the demo user.
+
+    The port is taken first: a busy one is one ``error:`` line, before anything is written.
+    The demo key replaces the one an earlier ``serve`` printed (that one is revoked)."""
     import uvicorn
 
-    from ..scope import Scope
     from ..server import create_app
-    from ..server.api_keys import issue
     from ..workers.presence import Presence
     from .memory import embedder
 
     opts = Options.parse(ns)
-    with opts.runtime(execute=ns.execute) as rt:
-        _, secret = issue(
-            rt, Scope.admin("serve"), DEMO_USER, name="serve", admin=False, now=rt.clock()
-        )
-        app = create_app(
-            rt, rate=ns.rate, burst=max(2 * ns.rate, 1.0), embedder=embedder(ns.embedder)
-        )
-        where = f"http://{ns.host}:{ns.port}/"
-        print(f"relaystate: dashboard at {where}, API at {where}docs", flush=True)
-        print(f"API key for the demo user '{DEMO_USER}': {secret}", flush=True)
-        presence = Presence(rt, role="api")
-        presence.start()  # `relaystate builds` counts this process under its build
-        # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again
-        # through the handler it found: that one exits cleanly (0, deregistered) instead of
-        # the process dying by the signal; so does a signal before uvicorn has started.
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, _exit_cleanly)
-        try:
-            # SIGTERM: stop accepting, finish requests in flight, exit. Open event streams
-            # end with the process instead of holding a restart forever.
-            uvicorn.run(
+    listening = _listen(ns.host, ns.port)
+    try:
+        with opts.runtime(execute=ns.execute) as rt:
+            secret = _demo_key(rt) if ns.demo_key else None
+            app = create_app(
+                rt, rate=ns.rate, burst=max(2 * ns.rate, 1.0), embedder=embedder(ns.embedder)
+            )
+            where = f"http://{_shown(ns.host)}:{ns.port}/"
+            print(f"relaystate: dashboard at {where}, API at {where}docs", flush=True)
+            if secret is not None:
+                print(f"API key for the demo user '{DEMO_USER}': {secret}", flush=True)
+            presence = Presence(rt, role="api")
+            presence.start()  # `relaystate builds` counts this process under its build
+            # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again
+            # through the handler it found: that one exits cleanly (0, deregistered) instead
+            # of the process dying by the signal; so does a signal before uvicorn started.
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, _exit_cleanly)
+            config = uvicorn.Config(
                 app,
                 host=ns.host,
                 port=ns.port,
                 log_level="warning",
                 timeout_graceful_shutdown=max(1, round(ns.grace)),
             )
-        finally:
-            presence.stop()
+            try:
+                # SIGTERM: stop accepting, finish requests in flight, exit. Open event
+                # streams end with the process instead of holding a restart forever.
+                uvicorn.Server(config).run(sockets=[listening])
+            finally:
+                presence.stop()
+    finally:
+        listening.close()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` and listening, or one clear error (the port is
+    taken, the address is not this machine's) before anything is written."""
+    from ..errors import ConfigError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host}: no such address here ({exc.strerror})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} on {host} is in use (another relaystate serve?): stop it, or "
+                "choose another with --port"
+            ) from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _demo_key(rt: Any) -> str:
+    """A fresh key for the demo user; those earlier ``serve`` runs printed are revoked."""
+    from ..scope import Scope
+    from ..server.api_keys import issue
+
+    operator = Scope.admin("serve")
+    for old in rt.api_keys(operator, DEMO_USER):
+        if old.name == SERVE_KEY and old.active:
+            rt.revoke_api_keys(operator, key_id=old.id)
+    _, secret = issue(rt, operator, DEMO_USER, name=SERVE_KEY, admin=False, now=rt.clock())
+    return str(secret)
+
+
+def _shown(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def create(ns: argparse.Namespace) -> None:

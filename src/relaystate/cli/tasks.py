@@ -1,7 +1,8 @@
 """``relaystate tasks list|show|history|resume|resolve|rerun|unpin``: inspect, resume and settle
 Tasks, and release a pinned one whose build is gone.
 
-Without ``--user`` the operator acts with admin scope (``tasks list`` always names a user).
+Without ``--user`` the operator acts with admin scope. A ``TASK_ID`` may be the start of an
+id (at least 4 characters, as the 8 shown everywhere) when one Task starts so.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ def register(commands: Any) -> None:
     sub = group.add_subparsers(title="commands", metavar="COMMAND", parser_class=type(group))
     group.set_defaults(run=lambda ns: group.error("name a tasks command"))
 
-    p = sub.add_parser("list", parents=[store_parser()], help="A user's Tasks (open ones).")
-    p.add_argument("--user", required=True, help="Whose Tasks.")
+    p = sub.add_parser("list", parents=[store_parser()], help="Tasks (the open ones).")
+    p.add_argument("--user", help="Whose Tasks; default: every user's (the operator).")
     p.add_argument("--status", default="open", help="open, all, or statuses like done,failed.")
     p.add_argument("--limit", type=_limit, default=100)
     p.set_defaults(run=list_tasks)
@@ -40,7 +41,7 @@ def register(commands: Any) -> None:
     p = sub.add_parser(
         "resolve", parents=[app_parser()], help="Settle an Action that needs attention."
     )
-    p.add_argument("task_id", metavar="TASK_ID")
+    p.add_argument("task_id", metavar="TASK_ID", help=_ID_HELP)
     p.add_argument("seq", type=int, metavar="SEQ", help="The Action's seq (see tasks show).")
     outcome = p.add_mutually_exclusive_group(required=True)
     outcome.add_argument("--succeeded", dest="succeeded", action="store_true")
@@ -52,7 +53,7 @@ def register(commands: Any) -> None:
         parents=[app_parser()],
         help="Run an Action again once the error in its own code is fixed.",
     )
-    p.add_argument("task_id", metavar="TASK_ID")
+    p.add_argument("task_id", metavar="TASK_ID", help=_ID_HELP)
     p.add_argument("seq", type=int, metavar="SEQ", help="The Action's seq (see tasks show).")
     p.set_defaults(run=rerun)
 
@@ -61,14 +62,17 @@ def register(commands: Any) -> None:
         parents=[app_parser()],
         help="Let any build continue a pinned Task whose build is gone for good.",
     )
-    p.add_argument("task_id", metavar="TASK_ID")
+    p.add_argument("task_id", metavar="TASK_ID", help=_ID_HELP)
     p.add_argument("--reason", required=True, help="Why (kept in the Task's journal).")
     p.set_defaults(run=unpin)
 
 
 def _task_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("task_id", metavar="TASK_ID")
+    p.add_argument("task_id", metavar="TASK_ID", help=_ID_HELP)
     p.add_argument("--user", help="Act as this user (scopes every read); default: operator.")
+
+
+_ID_HELP = "A Task id, or its first characters (at least 4) when one Task starts so."
 
 
 def _limit(text: str) -> int:
@@ -95,33 +99,29 @@ def _statuses(status: str) -> list[Any] | None:
 
 
 def list_tasks(ns: argparse.Namespace) -> None:
-    """A user's Tasks (open ones by default), from any session or device."""
+    """Tasks (open ones by default) of one user from any session or device, or every
+    user's for the operator; one line each, then where it stands, readable at 80 columns."""
     from ..runtime.runtime import Runtime
     from ..runtime.views import task_view
-    from ..scope import Scope
 
     opts = Options.parse(ns)
     statuses = _statuses(ns.status)
+    scope = scope_for(ns.user)
     with Runtime(opts.stores(create=False), []) as rt:
-        tasks = rt.tasks(Scope.user(ns.user), statuses=statuses, limit=ns.limit)
+        tasks = rt.tasks(scope, statuses=statuses, limit=ns.limit)
     if opts.as_json:
         opts.emit([task_view(t) for t in tasks])
         return
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table("Task", "type", "stage", "status", "progress", "updated", "next")
-    for t in tasks:
-        table.add_row(
-            t.id,
-            t.type,
-            t.stage,
-            str(t.status),
-            f"{t.progress.done}/{t.progress.total}",
-            f"{t.updated_at:%Y-%m-%d %H:%M:%S}",
-            t.status_text,
-        )
-    Console().print(table if tasks else f"No {ns.status} tasks for {ns.user}.")
+    from ..render import task_lines
+
+    whose = f"for {ns.user}" if ns.user else "of any user"
+    console = Console()
+    if not tasks:
+        console.print(f"No {ns.status} tasks {whose}.")
+        return
+    console.print(task_lines(tasks, owners=ns.user is None, width=console.width))
 
 
 def show(ns: argparse.Namespace) -> None:
@@ -131,10 +131,11 @@ def show(ns: argparse.Namespace) -> None:
     opts = Options.parse(ns)
     with opts.runtime(create=False) as rt:
         scope = scope_for(ns.user)
+        task_id = rt.task_id(scope, ns.task_id)
         if ns.at is None:
-            state = rt.task(scope, ns.task_id)
+            state = rt.task(scope, task_id)
         else:
-            state = rt.replay(scope, ns.task_id, _point(ns.at))
+            state = rt.replay(scope, task_id, _point(ns.at))
     if opts.as_json:
         opts.emit(state_view(state))
         return
@@ -142,7 +143,7 @@ def show(ns: argparse.Namespace) -> None:
 
     from ..render import print_state
 
-    title = None if ns.at is None else f"Task {ns.task_id} at {ns.at}"
+    title = None if ns.at is None else f"Task {state.task.id} at {ns.at}"
     print_state(Console(), state, title)
 
 
@@ -164,7 +165,9 @@ def history(ns: argparse.Namespace) -> None:
 
     opts = Options.parse(ns)
     with opts.runtime(create=False) as rt:
-        baseline, entries = rt.history(scope_for(ns.user), ns.task_id)
+        scope = scope_for(ns.user)
+        task_id = rt.task_id(scope, ns.task_id)
+        baseline, entries = rt.history(scope, task_id)
     if opts.as_json:
         opts.emit(history_view(baseline, entries))
         return
@@ -172,7 +175,7 @@ def history(ns: argparse.Namespace) -> None:
 
     from ..render import history_table
 
-    Console().print(history_table(ns.task_id, baseline, entries))
+    Console().print(history_table(task_id, baseline, entries))
 
 
 def resume(ns: argparse.Namespace) -> None:
@@ -181,7 +184,8 @@ def resume(ns: argparse.Namespace) -> None:
 
     opts = Options.parse(ns)
     with opts.runtime(create=False) as rt:
-        result = rt.resume(scope_for(ns.user), ns.task_id)
+        scope = scope_for(ns.user)
+        result = rt.resume(scope, rt.task_id(scope, ns.task_id))
     if opts.as_json:
         opts.emit({**state_view(result.state), "next_step": type(result.step).__name__})
         return
@@ -196,7 +200,9 @@ def resolve(ns: argparse.Namespace) -> None:
     """Settle an Action that needs attention, after checking the downstream by hand."""
     opts = Options.parse(ns)
     with opts.runtime(create=False) as rt:
-        state = rt.resolve(scope_for(None), ns.task_id, ns.seq, succeeded=ns.succeeded)
+        operator = scope_for(None)
+        task_id = rt.task_id(operator, ns.task_id)
+        state = rt.resolve(operator, task_id, ns.seq, succeeded=ns.succeeded)
     _emit(opts, state)
 
 
@@ -204,7 +210,8 @@ def rerun(ns: argparse.Namespace) -> None:
     """Run an Action stopped by a programming error again, after the fix is deployed."""
     opts = Options.parse(ns)
     with opts.runtime(create=False) as rt:
-        state = rt.rerun(scope_for(None), ns.task_id, ns.seq)
+        operator = scope_for(None)
+        state = rt.rerun(operator, rt.task_id(operator, ns.task_id), ns.seq)
     _emit(opts, state)
 
 
@@ -212,7 +219,8 @@ def unpin(ns: argparse.Namespace) -> None:
     """Release a pinned Task to every build; this build lifts it to its version."""
     opts = Options.parse(ns)
     with opts.runtime(create=False) as rt:
-        state = rt.unpin(scope_for(None), ns.task_id, reason=ns.reason)
+        operator = scope_for(None)
+        state = rt.unpin(operator, rt.task_id(operator, ns.task_id), reason=ns.reason)
     _emit(opts, state)
 
 

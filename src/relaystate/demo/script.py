@@ -18,10 +18,12 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.panel import Panel
@@ -40,12 +42,15 @@ def _scene(out: Console, title: str, text: str) -> None:
     out.print(Panel(text, title=title, title_align="left", border_style="cyan"))
 
 
-def run_demo(workdir: Path, out: Console) -> None:
+def run_demo(workdir: Path, out: Console, *, store: str | None = None) -> dict[str, Any]:
+    """Play the scenes on a new SQLite file in ``workdir`` (or on the store at ``store``,
+    beside what it holds); the downstream ledger is a new file in ``workdir``. Returns what
+    happened: the store, the ledger, each scene's Task and how it ended."""
     workdir.mkdir(parents=True, exist_ok=True)
     db, ledger_file = workdir / "relaystate.db", workdir / "relaystate-ledger.db"
-    for path in workdir.glob("relaystate*.db*"):
+    for path in workdir.glob("relaystate-ledger.db*" if store else "relaystate*.db*"):
         path.unlink()
-    url = f"sqlite:///{db}"
+    url = store or f"sqlite:///{db}"
 
     def runtime() -> Runtime:
         return Runtime(open_store(url), templates(ledger_file), build="demo")
@@ -124,16 +129,29 @@ def run_demo(workdir: Path, out: Console) -> None:
             f"Replayed at version {confirmed}: stage={then.task.stage}, "
             f"status={then.task.status}, actions={len(then.actions)}"
         )
-    _memory_scene(out, runtime)
-    _upgrade_scene(out, url, ledger_file)
-    out.print(
-        f"\nFiles: {db} (the store) and {ledger_file} (the downstream). Try:\n"
-        f"  relaystate tasks history {task_id} --store {url}\n"
-        f"  relaystate demo ledger --store {url}"
-    )
+    memory_task = _memory_scene(out, runtime)
+    upgraded = _upgrade_scene(out, url, ledger_file)
+    store_flags = f"--store {shlex.quote(url)} --ledger {shlex.quote(str(ledger_file))}"
+    where = f"{db} (the store)" if store is None else f"the store {url}"
+    out.print(f"\nFiles: {where} and {ledger_file} (the downstream). Try:")
+    for command in (
+        f"relaystate tasks history {task_id[:8]} {store_flags}",
+        f"relaystate demo ledger {store_flags}",
+    ):
+        out.print(f"  {command}", soft_wrap=True, highlight=False, markup=False)
+    return {
+        "store": url,
+        "ledger": str(ledger_file),
+        "tasks": {
+            "crash_and_recovery": {"id": task_id, "status": str(final.task.status)},
+            "memory": memory_task,
+            "rolling_upgrade": upgraded,
+        },
+        "downstream": Ledger(ledger_file).entries(),
+    }
 
 
-def _memory_scene(out: Console, runtime: Callable[[], Runtime]) -> None:
+def _memory_scene(out: Console, runtime: Callable[[], Runtime]) -> dict[str, Any]:
     from ..conversation import Conversation
     from ..memory.assemble import task_context
     from ..memory.recorder import CONVERSATION, MemoryLayers, Recorder
@@ -166,9 +184,10 @@ def _memory_scene(out: Console, runtime: Callable[[], Runtime]) -> None:
         assert layers.longterm is not None
         hits = layers.longterm.search(alice, CONVERSATION, "Tokyo", k=2, mode="keyword")
         out.print("search 'Tokyo': " + " | ".join(h.item.text for h in hits))
+        return {"id": turn.state.task.id, "status": str(turn.state.task.status)}
 
 
-def _upgrade_scene(out: Console, url: str, ledger_file: Path) -> None:
+def _upgrade_scene(out: Console, url: str, ledger_file: Path) -> dict[str, Any]:
     from ..errors import TaskTooNew
     from ..workers.worker import Worker
     from .after_sales import after_sales
@@ -216,6 +235,7 @@ def _upgrade_scene(out: Console, url: str, ledger_file: Path) -> None:
     out.print(f"downstream ledger: {_ledger_line(ledger)}")
     if final.task.status != TaskStatus.DONE:
         raise RuntimeError(f"the upgraded task ended {final.task.status}, not done")
+    return {"id": task_id, "status": str(final.task.status), "version": 2}
 
 
 def _ledger_line(ledger: Ledger) -> str:

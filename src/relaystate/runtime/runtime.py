@@ -23,7 +23,7 @@ from typing import Any
 from .. import inputs
 from ..actions.leases import Owner, hostname
 from ..actions.runner import ActionRunner
-from ..errors import MigrationFailed, NotFound, StoreURLError, TemplateError
+from ..errors import InvalidInput, MigrationFailed, NotFound, StoreURLError, TemplateError
 from ..model import (
     OPEN_TASK_STATUSES,
     Action,
@@ -75,6 +75,10 @@ MessageLike = Message | tuple[str, str]
 
 DEFAULT_RETENTION = timedelta(days=7)
 EXECUTE_MODES = ("inline", "queue")
+MIN_PREFIX = 4
+"""The fewest characters of a Task id that :meth:`Runtime.task_id` takes as a prefix."""
+MAX_SHOWN = 5
+"""How many matching ids an ambiguous prefix's error names."""
 log = logging.getLogger("relaystate.runtime")
 
 
@@ -589,6 +593,31 @@ class Runtime:
             return self._writer.upgraded(stored, checked(scope))
         except MigrationFailed:
             return self._writer.load(task_id, checked(scope))  # as stored, marked with why
+
+    def task_id(self, scope: Scope, id_or_prefix: str) -> str:
+        """The full id of the Task that ``id_or_prefix`` names: its id, or the start of it
+        (at least :data:`MIN_PREFIX` characters; the CLI and the dashboard show 8) when one
+        Task in scope starts so. NotFound when none does; InvalidInput when several do."""
+        inputs.check(scope, task_id=id_or_prefix)
+        scope = checked(scope)
+        found = self.stores.tasks.task_ids_starting(id_or_prefix, scope, limit=MAX_SHOWN + 1)
+        if id_or_prefix in found:
+            return id_or_prefix
+        if not found:
+            raise NotFound(f"no task {id_or_prefix}")
+        if len(id_or_prefix) < MIN_PREFIX:
+            raise NotFound(f"no task {id_or_prefix} (a prefix takes {MIN_PREFIX} characters)")
+        if len(found) > 1:
+            shown = ", ".join(found[:MAX_SHOWN]) + (", ..." if len(found) > MAX_SHOWN else "")
+            raise InvalidInput(
+                "task_id", f"{id_or_prefix!r} starts several tasks ({shown}): give more of it"
+            )
+        return found[0]
+
+    def task_counts(self, scope: Scope) -> dict[TaskStatus, int]:
+        """How many of the scope's tasks are in each status (every user's for admin)."""
+        inputs.check(scope)
+        return self.stores.tasks.count_tasks(checked(scope))
 
     def tasks(
         self,

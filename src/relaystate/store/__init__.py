@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
+from pathlib import PurePath
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import RelaystateError, StoreUnavailable, StoreURLError
@@ -94,6 +96,7 @@ def open_backend(url: str, *, migrate: bool = True, create: bool = True) -> Back
         synchronous = options.get("synchronous", ["full"])[-1]
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise StoreURLError("synchronous must be FULL, NORMAL or EXTRA")
+        _check_relative(url, path)
         # SQLite's own answer to a bad file is "unable to open database file", without the
         # path: look first, then translate what SQLite still says (full, corrupt pages...).
         sqlite_files.check_path(path, create=create)
@@ -112,6 +115,21 @@ def open_backend(url: str, *, migrate: bool = True, create: bool = True) -> Back
     raise StoreURLError(
         f"unknown store URL {url!r}: expected memory://, sqlite:///path.db or postgresql://..."
     )
+
+
+def _check_relative(url: str, path: str) -> None:
+    """``sqlite:///tmp/x.db`` is the relative path ``tmp/x.db`` (three slashes; an absolute
+    path takes four): refused when no ``tmp/`` is here but ``/tmp`` exists, the one case
+    where the URL almost surely means the absolute file (it would make a new ``./tmp``)."""
+    parts = PurePath(path).parts
+    if PurePath(path).is_absolute() or len(parts) < 2 or path.startswith(("./", "../")):
+        return
+    if not os.path.lexists(parts[0]) and os.path.isdir(os.path.join(os.sep, parts[0])):
+        raise StoreURLError(
+            f"{url!r} names the relative path {path} (there is no {parts[0]}/ here); for the "
+            f"file /{path} write sqlite:////{path} (four slashes), for a new folder here "
+            f"sqlite:///./{path}"
+        )
 
 
 def sqlite_path(url: str) -> str | None:

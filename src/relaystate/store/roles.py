@@ -97,6 +97,10 @@ class Commit:
         return action.to_dict()
 
 
+_EVERY = 2**62
+"""A ``limit`` that means every row."""
+
+
 class _Closable:
     url: str
     capabilities: frozenset[str] = frozenset()
@@ -138,6 +142,21 @@ class TaskStore(_Closable, ABC):
         limit: int = 100,
     ) -> list[Task]:
         """The scope's tasks (every user's for admin), most recently updated first."""
+
+    def task_ids_starting(self, prefix: str, scope: Scope, *, limit: int = 2) -> list[str]:
+        """The ids of the scope's tasks that start with ``prefix``, in id order, at most
+        ``limit`` (two tell a unique prefix from an ambiguous one). This default reads every
+        task of the scope; a backend answers it with one query."""
+        every = self.list_tasks(scope, limit=_EVERY)
+        return sorted(t.id for t in every if t.id.startswith(prefix))[: max(limit, 0)]
+
+    def count_tasks(self, scope: Scope) -> dict[TaskStatus, int]:
+        """How many of the scope's tasks are in each status (statuses with none left out).
+        This default reads every task of the scope; a backend counts in one query."""
+        counts: dict[TaskStatus, int] = {}
+        for task in self.list_tasks(scope, limit=_EVERY):
+            counts[task.status] = counts.get(task.status, 0) + 1
+        return counts
 
     @abstractmethod
     def find_action(self, idempotency_key: str, scope: Scope) -> Action | None:

@@ -231,3 +231,31 @@ class TaskRoleTests(Conformance):
         # another process may be taking the action over on what it read
         assert tasks.extend_leases("other", later, now=soon) == 0
         assert tasks.extend_leases("other", later, now=soon - timedelta(seconds=1)) == 1
+
+    def test_ids_are_found_by_prefix_in_scope_only(self, tasks: TaskStore) -> None:
+        for task_id, user in [("abc123", "alice"), ("abc456", "alice"), ("abd789", "bob")]:
+            create(tasks, new_task(task_id, user=user))
+        assert tasks.task_ids_starting("abc", ALICE) == ["abc123", "abc456"]
+        assert tasks.task_ids_starting("abc", ALICE, limit=1) == ["abc123"]
+        assert tasks.task_ids_starting("abc4", ALICE) == ["abc456"]
+        assert tasks.task_ids_starting("abd", ALICE) == []  # bob's: as if it did not exist
+        assert tasks.task_ids_starting("ab", ADMIN, limit=5) == ["abc123", "abc456", "abd789"]
+        assert tasks.task_ids_starting("abc123", ALICE) == ["abc123"]
+        assert tasks.task_ids_starting("abc1234", ALICE) == []
+        assert (
+            tasks.task_ids_starting("%", ADMIN) == [] and tasks.task_ids_starting("_", ADMIN) == []
+        )
+
+    def test_tasks_are_counted_by_status_in_scope(self, tasks: TaskStore) -> None:
+        assert tasks.count_tasks(ADMIN) == {}
+        create(tasks, new_task("t1", status=TaskStatus.WAITING_USER))
+        create(tasks, new_task("t2", status=TaskStatus.DONE))
+        create(tasks, new_task("t3", status=TaskStatus.DONE))
+        create(tasks, new_task("t4", user="bob", status=TaskStatus.FAILED))
+        assert tasks.count_tasks(ALICE) == {TaskStatus.WAITING_USER: 1, TaskStatus.DONE: 2}
+        assert tasks.count_tasks(MALLORY) == {}
+        assert tasks.count_tasks(ADMIN) == {
+            TaskStatus.WAITING_USER: 1,
+            TaskStatus.DONE: 2,
+            TaskStatus.FAILED: 1,
+        }

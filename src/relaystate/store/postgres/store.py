@@ -301,6 +301,21 @@ class PostgresStore(Backend, SchemaAdmin):
         )
         return len(rows)
 
+    def task_ids_starting(self, prefix: str, scope: Scope, *, limit: int = 2) -> list[str]:
+        rows = self._rows(
+            "SELECT id FROM tasks WHERE left(id, %s) = %s AND (%s OR user_id = %s)"
+            ' ORDER BY id COLLATE "C" LIMIT %s',
+            [len(prefix), prefix, scope.is_admin, scope.user_id, max(limit, 0)],
+        )
+        return [str(r[0]) for r in rows]
+
+    def count_tasks(self, scope: Scope) -> dict[TaskStatus, int]:
+        rows = self._rows(
+            "SELECT status, COUNT(*) FROM tasks WHERE (%s OR user_id = %s) GROUP BY status",
+            [scope.is_admin, scope.user_id],
+        )
+        return {TaskStatus(str(status)): int(n) for status, n in rows}
+
     def find_action(self, idempotency_key: str, scope: Scope) -> Action | None:
         rows = self._rows(
             "SELECT a.data FROM actions a JOIN tasks t ON t.id = a.task_id"

@@ -264,6 +264,21 @@ class SQLiteStore(Backend, SchemaAdmin):
         rows = self._read(sql, [*args, max(limit, 0)])
         return [Task.from_dict(json.loads(str(r[0]))) for r in rows]
 
+    def task_ids_starting(self, prefix: str, scope: Scope, *, limit: int = 2) -> list[str]:
+        rows = self._read(
+            "SELECT id FROM tasks WHERE substr(id, 1, ?) = ? AND (? OR user_id = ?)"
+            " ORDER BY id LIMIT ?",
+            (len(prefix), prefix, *_owner(scope), max(limit, 0)),
+        )
+        return [str(r[0]) for r in rows]
+
+    def count_tasks(self, scope: Scope) -> dict[TaskStatus, int]:
+        rows = self._read(
+            "SELECT status, COUNT(*) FROM tasks WHERE (? OR user_id = ?) GROUP BY status",
+            _owner(scope),
+        )
+        return {TaskStatus(str(status)): int(str(n)) for status, n in rows}
+
     def open_actions(self, *, limit: int = 1000, after: str | None = None) -> list[Action]:
         rows = self._read(
             "SELECT data FROM actions WHERE status IN ('pending', 'running', 'unknown')"

