@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import demo, fleet, info, memory, ops, schema, serve, talk, tasks
+from . import demo, fleet, info, init, memory, ops, schema, serve, talk, tasks
 
 __all__ = ["main", "parser"]
 
@@ -60,6 +60,7 @@ def parser() -> argparse.ArgumentParser:
     memory.register(commands)
     fleet.register(commands)
     info.register(commands)
+    init.register(commands)
     return root
 
 
