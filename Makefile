@@ -42,8 +42,8 @@ bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores s
 	$(PY) bench/rolling_upgrade.py $(BENCH_ARGS)
 
 lint: $(STAMP)  ## ruff (format + lint) and mypy --strict on src/
-	$(VENV)/bin/ruff format --check src tests bench tools
-	$(VENV)/bin/ruff check src tests bench tools
+	$(VENV)/bin/ruff format --check src tests bench tools examples
+	$(VENV)/bin/ruff check src tests bench tools examples
 	$(VENV)/bin/mypy
 
 clean:

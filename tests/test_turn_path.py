@@ -476,12 +476,14 @@ PUBLIC = (
     "TemplateError",
     "TurnResult",
     "VersionConflict",
+    "WaitOperator",
     "WaitRetry",
     "WaitUser",
     "all_required_slots",
     "condition",
     "idempotency_key",
     "open_store",
+    "operator_sets",
     "user_confirmed",
 )
 

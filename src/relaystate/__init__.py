@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         NextStep,
         Reconcile,
         RunAction,
+        WaitOperator,
         WaitRetry,
         WaitUser,
     )
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
         TaskTemplate,
         all_required_slots,
         condition,
+        operator_sets,
         user_confirmed,
     )
 
@@ -147,11 +149,13 @@ _WHERE = {
     "TurnResult": "runtime.turns",
     "VersionConflict": "errors",
     "WaitRetry": "task.next_step",
+    "WaitOperator": "task.next_step",
     "WaitUser": "task.next_step",
     "all_required_slots": "task.templates",
     "condition": "task.templates",
     "idempotency_key": "actions.idempotency",
     "open_store": "store",
+    "operator_sets": "task.templates",
     "user_confirmed": "task.templates",
 }
 
@@ -220,12 +224,14 @@ __all__ = [
     "TemplateError",
     "TurnResult",
     "VersionConflict",
+    "WaitOperator",
     "WaitRetry",
     "WaitUser",
     "all_required_slots",
     "condition",
     "idempotency_key",
     "open_store",
+    "operator_sets",
     "user_confirmed",
 ]
 

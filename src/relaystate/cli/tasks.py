@@ -1,5 +1,5 @@
-"""``relaystate tasks list|show|history|resume|resolve|rerun|unpin``: inspect, resume and settle
-Tasks, and release a pinned one whose build is gone.
+"""``relaystate tasks list|show|history|resume|fill|resolve|rerun|unpin``: inspect, resume,
+fill and settle Tasks, and release a pinned one whose build is gone.
 
 Without ``--user`` the operator acts with admin scope. A ``TASK_ID`` may be the start of an
 id (at least 4 characters, as the 8 shown everywhere) when one Task starts so.
@@ -37,6 +37,20 @@ def register(commands: Any) -> None:
     p = sub.add_parser("resume", parents=[app_parser()], help="Reconcile and run what is due.")
     _task_args(p)
     p.set_defaults(run=resume)
+
+    p = sub.add_parser(
+        "fill",
+        parents=[app_parser()],
+        help="Set slot values (an operator's approval, a correction) without a conversation.",
+    )
+    _task_args(p)
+    p.add_argument(
+        "values",
+        nargs="+",
+        metavar="SLOT=VALUE",
+        help="A slot and its value (JSON where it parses: 30, true; else text).",
+    )
+    p.set_defaults(run=fill)
 
     p = sub.add_parser(
         "resolve", parents=[app_parser()], help="Settle an Action that needs attention."
@@ -194,6 +208,32 @@ def resume(ns: argparse.Namespace) -> None:
     from ..render import print_state
 
     print_state(Console(), result.state)
+
+
+def fill(ns: argparse.Namespace) -> None:
+    """Set slot values; as the operator unless ``--user`` (only the operator fills an
+    operator's slot)."""
+    opts = Options.parse(ns)
+    values = dict(_slot_value(item) for item in ns.values)
+    with opts.runtime(create=False) as rt:
+        scope = scope_for(ns.user)
+        state = rt.fill(scope, rt.task_id(scope, ns.task_id), values)
+    _emit(opts, state)
+
+
+def _slot_value(item: str) -> tuple[str, Any]:
+    import json
+
+    from ..errors import ConfigError
+
+    name, sep, text = item.partition("=")
+    if not sep or not name.strip():
+        raise ConfigError(f"{item!r}: give slots as SLOT=VALUE, as in approval=approved")
+    try:
+        value: Any = json.loads(text)
+    except ValueError:
+        value = text
+    return name.strip(), value
 
 
 def resolve(ns: argparse.Namespace) -> None:

@@ -500,7 +500,11 @@ class _Turn:
 
     def _model_values(self, template: TaskTemplate) -> dict[str, Any]:
         """Ask the model (if one is configured) for slot values; keep only valid ones."""
-        specs = [SlotSpec.from_slot(slot, language=self.lang) for slot in template.slots]
+        specs = [
+            SlotSpec.from_slot(slot, language=self.lang)
+            for slot in template.slots
+            if slot.filled_by == "user"
+        ]
         found = self.conv.model.extract(self.text, specs, language=self.lang, today=self.today)
         values: dict[str, Any] = {}
         for name, value in (found or {}).items():

@@ -1297,7 +1297,13 @@ def extract(
     reader.guard()
     reader.fallback()
     reader.leftover()
-    return reader.result()
+    found = reader.result()
+    for slot in template.slots:  # an approval, a decision: never the user's to give
+        if slot.filled_by != "user":
+            found.values.pop(slot.name, None)
+            found.errors.pop(slot.name, None)
+            found.sources.pop(slot.name, None)
+    return found
 
 
 __all__ = ["DEFAULT_CUES", "EXTRACTORS", "ROLE_CUES", "Extraction", "extract", "extractor_of"]

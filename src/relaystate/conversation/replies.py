@@ -9,7 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import ActionKind, ActionStatus, Task, TaskState, TaskStatus
-from ..task.next_step import AskConfirmation, AskSlot, Finished, NeedsAttention, NextStep, WaitUser
+from ..task.next_step import (
+    AskConfirmation,
+    AskSlot,
+    Finished,
+    NeedsAttention,
+    NextStep,
+    WaitOperator,
+    WaitUser,
+)
 from ..task.templates import Slot, TaskTemplate
 from . import places
 from .extract import extractor_of
@@ -25,6 +33,8 @@ _WORDS = {
             "a colleague will check and get back to you."
         ),
         "working": "Your {title} is in progress: {status}",
+        "with_operator": "Your {title} is with a colleague now, for its {what}; you will "
+        "hear back.",
         "cancelled": "Your {title} is cancelled.",
         "invalid": "Sorry, {reason}. ",
         "welcome": "Welcome back. Your {title}{summary} is waiting for {what}. ",
@@ -53,6 +63,7 @@ _WORDS = {
             "无法确认{action}是否已成功，为避免重复操作不会重试，已转人工核实，稍后回复您。"
         ),
         "working": "您的{title}正在办理中：{status}",
+        "with_operator": "您的{title}已转给同事处理{what}，稍后会回复您。",
         "cancelled": "已取消您的{title}。",
         "invalid": "抱歉，{reason}。",
         "welcome": "欢迎回来。您的{title}{summary}还差{what}。",
@@ -183,6 +194,8 @@ def reply_for(template: TaskTemplate, state: TaskState, step: NextStep, language
         failed = [a for a in state.actions if a.status == ActionStatus.FAILED]
         reason = (failed[0].error or "").split(": ", 1)[-1] if failed else task.status_text
         return w["failed"].format(title=title, reason=reason)
+    if isinstance(step, WaitOperator):
+        return w["with_operator"].format(title=title, what=template.slot(step.slot).label(language))
     if isinstance(step, NeedsAttention):
         name = state.action(step.seq).name if step.seq is not None else title
         return w["attention"].format(action=name)

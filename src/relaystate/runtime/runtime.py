@@ -470,7 +470,7 @@ class Runtime:
             done = self._driver.drive(
                 edit.task_id,
                 scope,
-                change_for(edit, self._writer.template, scope.actor),
+                change_for(edit, self._writer.template, scope.actor, operator=scope.is_admin),
                 actor=scope.actor,
                 reason=reason_for(edit),
                 known=known,

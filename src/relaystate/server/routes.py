@@ -119,6 +119,12 @@ class Confirmation(_Body):
     version: int | None = Field(None, ge=1, description="The task version the user was shown")
 
 
+class SlotValues(_Body):
+    slots: dict[str, Any] = Field(
+        description="Slot name -> value (validated as the template declares; latest wins)"
+    )
+
+
 class Resolution(_Body):
     outcome: Literal["success", "failed"]
     output: Any = None
@@ -320,6 +326,14 @@ def resume(request: Request, who: Who, task_id: Id) -> TaskOut:
 @router.post("/tasks/{task_id}/cancel", response_model=TaskOut, responses=BY_ID | WRITES)
 def cancel(request: Request, who: Who, task_id: Id) -> TaskOut:
     return TaskOut(task=state_view(server(request).runtime.cancel(who.acts, task_id)))
+
+
+@router.post("/tasks/{task_id}/slots", response_model=TaskOut, responses=BY_ID | WRITES)
+def fill(request: Request, who: Who, task_id: Id, body: SlotValues) -> TaskOut:
+    """Set slot values without a conversation (a form): the caller's own Task; an admin key
+    may set any user's, and only it the slots an operator fills (an approval)."""
+    state = server(request).runtime.fill(who.reads, task_id, body.slots)
+    return TaskOut(task=state_view(state))
 
 
 @router.post("/tasks/{task_id}/confirm", response_model=TaskOut, responses=BY_ID | WRITES)

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import inputs
-from ..errors import ConfirmationChanged, InvalidSlot, NotFound, TaskLocked, TemplateError
+from ..errors import (
+    ConfirmationChanged,
+    InvalidSlot,
+    NotFound,
+    ScopeError,
+    TaskLocked,
+    TemplateError,
+)
 from ..model import ActionKind, ActionStatus, TaskState, TaskStatus
 from ..scope import Scope
 from .machine import first_stage, stopped_by_its_code
@@ -119,12 +126,17 @@ def reason_for(edit: Edit) -> str:
 
 
 def change_for(
-    edit: TaskEdit, template_of: Callable[[TaskState], TaskTemplate], by: str
+    edit: TaskEdit,
+    template_of: Callable[[TaskState], TaskTemplate],
+    by: str,
+    *,
+    operator: bool = False,
 ) -> Callable[[TaskState], bool | None] | None:
-    """The function that applies ``edit`` to a fresh draft (None for Resume)."""
+    """The function that applies ``edit`` to a fresh draft (None for Resume); ``operator``
+    when an admin scope asks it (only then may an operator's slot be filled)."""
     match edit:
         case Fill(slots=slots):
-            return lambda draft: _fill(draft, template_of(draft), slots)
+            return lambda draft: _fill(draft, template_of(draft), slots, operator=operator)
         case Confirm(yes=yes, seen=seen):
             return lambda draft: _confirm(draft, template_of(draft), yes, seen)
         case Cancel():
@@ -150,19 +162,26 @@ def validated(template: TaskTemplate, slots: Mapping[str, JSON]) -> dict[str, JS
     return out
 
 
-def _fill(draft: TaskState, template: TaskTemplate, slots: Mapping[str, JSON]) -> bool:
+def _fill(
+    draft: TaskState, template: TaskTemplate, slots: Mapping[str, JSON], *, operator: bool
+) -> bool:
     """A changed value sends the task back to its first stage, so it is confirmed again,
     and read-only actions that already ran (a look-up) run again on the new values. Once a
-    side effect has been recorded the slots are locked."""
+    side effect has been recorded the slots are locked. An operator's slot (an approval) is
+    filled by an admin scope only, and filling it sends nothing back."""
     _require_open(draft)
     values = validated(template, slots)
+    theirs = [k for k in values if template.slot(k).filled_by == "operator"]
+    if theirs and not operator:
+        raise ScopeError(f"slot {theirs[0]!r} is filled by an operator (an admin scope)")
     changed = {k: v for k, v in values.items() if draft.task.slots.get(k) != v}
     if changed:
         draft.task.slots.update(changed)
         refused = draft.task.context.get("rejected")
         if isinstance(refused, dict) and refused.get("slot") in changed:
             draft.task.context.pop("rejected")
-        _change_of_mind(draft, template, "its slots can no longer change")
+        if any(k not in theirs for k in changed):
+            _change_of_mind(draft, template, "its slots can no longer change")
     return True
 
 

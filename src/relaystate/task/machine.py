@@ -28,6 +28,7 @@ from .next_step import (
     NextStep,
     Reconcile,
     RunAction,
+    WaitOperator,
     WaitRetry,
     WaitUser,
     status_for,
@@ -187,6 +188,11 @@ def describe(template: TaskTemplate, state: TaskState, step: NextStep) -> str:
         case AskConfirmation():
             values = ", ".join(f"{k}={v}" for k, v in task.slots.items())
             return f"The {what} waits for the user to confirm: {values}."
+        case WaitOperator(slot=slot, value=value):
+            return (
+                f"The {what} waits for an operator to set {slot.replace('_', ' ')} "
+                f"({value} to go on)."
+            )
         case WaitUser(reason=reason):
             return f"The {what} waits for the user: {reason.replace('_', ' ')}."
         case RunAction(name=name, seq=None):

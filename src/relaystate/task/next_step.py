@@ -28,6 +28,16 @@ class WaitUser:
 
 
 @dataclass(frozen=True)
+class WaitOperator:
+    """The task waits for an operator to set ``slot`` (a ``filled_by="operator"`` slot) to
+    ``value``: a human approval step. The task needs attention meanwhile, so it is in every
+    operator's list of what waits for a person."""
+
+    slot: str
+    value: object
+
+
+@dataclass(frozen=True)
 class RunAction:
     """Run an action: record it first when ``seq`` is None, else attempt the recorded one."""
 
@@ -77,6 +87,7 @@ NextStep = (
     AskSlot
     | AskConfirmation
     | WaitUser
+    | WaitOperator
     | RunAction
     | WaitRetry
     | InProgress
@@ -90,7 +101,7 @@ def status_for(step: NextStep) -> TaskStatus:
     """The task status that a next step implies."""
     if isinstance(step, AskSlot | AskConfirmation | WaitUser):
         return TaskStatus.WAITING_USER
-    if isinstance(step, NeedsAttention):
+    if isinstance(step, NeedsAttention | WaitOperator):
         return TaskStatus.NEEDS_ATTENTION
     if isinstance(step, Finished):
         return step.status

@@ -13,12 +13,13 @@ from typing import Any, overload
 from ..errors import InvalidInput, InvalidSlot, TemplateError
 from ..inputs import MAX_SAFE_INTEGER, json_value
 from ..model import Task
-from .next_step import AskConfirmation, AskSlot, NextStep, WaitUser
+from .next_step import AskConfirmation, AskSlot, NextStep, WaitOperator, WaitUser
 from .problems import Problem, custom
 from .retry import Retry
 from .spec import ActionFn, ActionSpec, InputFn
 
 SLOT_KINDS = ("text", "choice", "date", "number")
+FILLED_BY = ("user", "operator")
 UPGRADE_POLICIES = ("auto", "pinned")
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 """Lifts a stored task's dict one template version up."""
@@ -57,6 +58,11 @@ class Slot:
     #: For a date: "future" (a flight: "June 1" is the next one) or "past" (a purchase:
     #: "June 1" is the last one, and so is "Friday").
     direction: str = "future"
+    #: Who gives this slot's value: "user" (asked in the conversation) or "operator" (an
+    #: approval, a decision: only an admin scope may fill it, it is never asked nor read from
+    #: the user's words, and setting it does not send the task back to be confirmed again;
+    #: wait for it with :func:`operator_sets`).
+    filled_by: str = "user"
 
     def __post_init__(self) -> None:
         if self.choices and self.kind == "text":
@@ -67,6 +73,10 @@ class Slot:
             raise TemplateError(f"slot {self.name!r}: a choice slot needs choices")
         if self.direction not in ("future", "past"):
             raise TemplateError(f"slot {self.name!r}: direction must be future or past")
+        if self.filled_by not in FILLED_BY:
+            raise TemplateError(f"slot {self.name!r}: filled_by must be one of {FILLED_BY}")
+        if self.filled_by == "operator":
+            object.__setattr__(self, "required", False)  # awaited by a condition, not asked
 
     def label(self, language: str = "en") -> str:
         """This slot's name for people, in ``language`` if declared."""
@@ -220,6 +230,17 @@ all_required_slots = Condition(
 user_confirmed = Condition(
     "user_confirmed", lambda task: task.confirmed, lambda task: AskConfirmation()
 )
+
+
+def operator_sets(slot: str, value: Any) -> Condition:
+    """Met once an operator has set ``slot`` (a ``filled_by="operator"`` slot) to ``value``:
+    a human approval step. Until then the task waits for an operator (it needs attention,
+    so it is in every operator's list of what waits for a person)."""
+    return Condition(
+        f"{slot}={value}",
+        lambda task: task.slots.get(slot) == value,
+        lambda task: WaitOperator(slot, value),
+    )
 
 
 @dataclass(frozen=True)
