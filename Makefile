@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
 PYTHON  ?= python3
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test bench lint docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,8 @@ demo: $(STAMP)  ## the main job: a scripted walk-through on embedded SQLite, the
 		esac; \
 	fi
 
-test: $(STAMP)  ## the whole test suite
+test: $(STAMP)  ## the whole test suite (apt-installs what its tests need where it can)
+	@tools/test-deps.sh
 	$(VENV)/bin/pytest
 
 bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores side by side; understanding; HTTP API load: turns/s vs /healthz, 50 clients; memory: LoCoMo retrieval, updates in the context, context latency at 100,000 memories, Chinese retrieval; a rolling upgrade under load behind nginx (BENCH_ARGS=--quick)
@@ -42,9 +43,13 @@ bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores s
 	$(PY) bench/rolling_upgrade.py $(BENCH_ARGS)
 
 lint: $(STAMP)  ## ruff (format + lint) and mypy --strict on src/
-	$(VENV)/bin/ruff format --check src tests bench tools examples
-	$(VENV)/bin/ruff check src tests bench tools examples
+	$(VENV)/bin/ruff format --check src tests bench tools examples docs
+	$(VENV)/bin/ruff check src tests bench tools examples docs
 	$(VENV)/bin/mypy
 
+docs: $(STAMP)  ## the documentation site in site/, offline, strict (every link checked)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	@echo "the site is in site/ (open site/index.html)"
+
 clean:
-	rm -rf $(VENV) demo-data .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) demo-data site .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "deployment.md"
 
 USERS_TESTS = '''
 import pytest
@@ -59,10 +59,10 @@ def test_a_users_backend_runs_the_suite_from_outside_the_repo(tmp_path: Path) ->
     assert "assert [(3, 'c'), (2, 'b'), (1, 'a')] == [(1, 'a'), (2, 'b'), (3, 'c')]" in out
 
 
-def test_the_readmes_example_runs_the_whole_suite(tmp_path: Path) -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_docs_example_runs_the_whole_suite(tmp_path: Path) -> None:
+    text = PAGE.read_text(encoding="utf-8")
     found = re.search(r"```python\n(import pytest\n.*?SQLStoreSuite.*?)```", text, re.DOTALL)
-    assert found is not None, "the README's conformance example is gone"
+    assert found is not None, "the docs' conformance example is gone"
     run = pytest_on(tmp_path, "test_readme_store.py", found.group(1))
     assert run.returncode == 0, run.stdout[-3000:]
     assert re.search(r"\b\d{2,} passed", run.stdout), run.stdout[-500:]

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# What `make test` needs from the system beyond Python: PostgreSQL and Redis (started by the
+# suite itself), Chromium (the dashboard's browser test), nginx (the rolling-upgrade test)
+# and WordNet's nouns (memory recall). Installed with apt-get where this is possible (root,
+# Debian or Ubuntu); otherwise one line says what to install (those tests then skip).
+set -u
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx)
+[ -f /usr/share/wordnet/index.noun ] || need+=(wordnet-base)
+((${#need[@]})) || exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing ${need[*]} (apt-get)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null && exit 0
+    echo "apt-get could not install ${need[*]}" >&2
+fi
+echo "make test: for the whole suite install ${need[*]} (apt-get install ${need[*]}); the tests that need them skip without"
