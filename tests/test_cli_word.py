@@ -3,6 +3,7 @@ runs ``relaystate`` as a new process, as a user types it."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import socket
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from relaystate import Runtime, Scope, open_store
+from relaystate.cli import parser
 from relaystate.demo import templates
 
 from .support import cli
@@ -147,3 +149,24 @@ def test_app_finds_a_module_in_the_current_directory(tmp_path: Path, ref: str) -
     said = cli("say", "--user", "u", "--app", ref, "--json", "open a ticket", cwd=tmp_path)
     assert said.returncode == 0, said.stderr
     assert json.loads(said.stdout)["task"]["type"] == "ticket"
+
+
+def _leaves(cmd: argparse.ArgumentParser, words: list[str]) -> list[tuple[str, set[str]]]:
+    subs = [a for a in cmd._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [(" ".join(words), {s for a in cmd._actions for s in a.option_strings})]
+    return [leaf for n, sub in subs[0].choices.items() for leaf in _leaves(sub, [*words, n])]
+
+
+def test_every_command_takes_the_shared_options_the_readme_names() -> None:
+    """The README: every command but init takes --store, --cache and --json; the ones
+    that run templates also --ledger and --app."""
+    leaves = dict(_leaves(parser(), []))
+    lacking = [
+        name
+        for name, options in leaves.items()
+        if name != "init" and not {"--store", "--cache", "--json"} <= options
+    ]
+    assert lacking == []
+    runs_templates = ["say", "chat", "serve", "worker", "migrate", "recover", "tasks show"]
+    assert [n for n in runs_templates if not {"--ledger", "--app"} <= leaves[n]] == []
