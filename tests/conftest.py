@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from relaystate.demo.ledger import Ledger
+
 from . import services
 
 
@@ -77,6 +79,12 @@ def redis_url(redis_server: str) -> str:
     client.flushdb()
     client.close()
     return redis_server
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    """The demo's stand-in downstream, a SQLite file of one test's own."""
+    return Ledger(tmp_path / "ledger.db")
 
 
 @pytest.fixture

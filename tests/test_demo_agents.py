@@ -11,11 +11,6 @@ from relaystate import InvalidSlot, Runtime, Scope, TaskLocked, TaskStatus, open
 from relaystate.demo import Ledger, after_sales, refund, templates
 
 
-@pytest.fixture
-def ledger(tmp_path: Path) -> Ledger:
-    return Ledger(tmp_path / "ledger.db")
-
-
 def test_the_demo_set_has_three_agents_with_titles_and_triggers(tmp_path: Path) -> None:
     found = {t.type: t for t in templates(tmp_path / "l.db")}
     assert set(found) == {"flight_booking", "refund", "after_sales"}

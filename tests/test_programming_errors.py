@@ -4,7 +4,6 @@ waits for a person, who reruns it once the code is fixed (or resolves it)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -71,11 +70,6 @@ def refunds(ledger: Ledger, state: dict[str, Any], *, retry: Retry | None = None
         return Outcome.succeeded(found) if found else Outcome.not_found()
 
     return template
-
-
-@pytest.fixture
-def ledger(tmp_path: Path) -> Ledger:
-    return Ledger(tmp_path / "ledger.db")
 
 
 def confirmed(rt: Runtime) -> str:

@@ -46,11 +46,6 @@ class Crash(BaseException):
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> Ledger:
-    return Ledger(tmp_path / "ledger.db")
-
-
-@pytest.fixture
 def clock() -> Clock:
     return Clock()
 

@@ -80,11 +80,6 @@ def pay(
     return t
 
 
-@pytest.fixture
-def ledger(tmp_path: Path) -> Ledger:
-    return Ledger(tmp_path / "ledger.db")
-
-
 OPENED: list[Runtime] = []
 
 
