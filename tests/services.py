@@ -206,7 +206,9 @@ http {{
 """
 
     def write(self, http: str) -> None:
-        """Write the configuration and have nginx check it (Unavailable if it is refused)."""
+        """Write the configuration and have nginx check it (Unavailable if it is refused).
+        ``@ACCESS_LOG@`` in ``http`` stands for this nginx's own access log."""
+        http = http.replace("@ACCESS_LOG@", str(self.access_log))
         self.conf.write_text(self._main(http))
         found = subprocess.run(
             [self.binary, "-t", *self._where()], capture_output=True, text=True, check=False

@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("store",),
     ("runtime",),
     ("workers", "conversation", "memory", "llm"),
-    ("server", "cli", "demo", "testing"),
+    ("server", "client", "cli", "demo", "testing"),
     ("__init__",),  # the public face: names everything, loads each on first use
 )
 """Lowest first. A module may import its own layer or a lower one, never a higher one."""
@@ -161,6 +161,7 @@ def test_every_package_init_is_empty_or_lazy() -> None:
 
 _FACES = (
     "relaystate.cli",
+    "relaystate.client",
     "relaystate.conversation",
     "relaystate.demo",
     "relaystate.llm",

@@ -220,3 +220,34 @@ class StoreReadOnly(StoreFileError):
 class StoreFull(StoreFileError):
     """The disk (or a quota) holding the file is full: the change in progress was not written;
     what was committed before it is intact."""
+
+
+CODES: dict[type[RelaystateError], str] = {
+    NotFound: "not_found",
+    HistoryCompacted: "history_compacted",
+    Conflict: "conflict",
+    VersionConflict: "version_conflict",
+    SessionConflict: "session_conflict",
+    ConfirmationChanged: "confirmation_changed",
+    TaskLocked: "task_locked",
+    MigrationFailed: "migration_failed",
+    DuplicateKey: "duplicate_key",
+    RepeatedRequest: "repeated_request",
+    RequestKeyReused: "idempotency_key_reused",  # a valid request, a taken key
+    InvalidInput: "invalid_input",
+    InvalidSlot: "invalid_slot",
+    TemplateError: "invalid_task_type",
+    ScopeError: "forbidden",
+    StoreError: "unavailable",
+    TaskTooNew: "task_too_new",
+    OtherBuild: "other_build",
+    SchemaTooNew: "unavailable",
+    RelaystateError: "bad_request",
+}
+"""Each error's ``code`` in the HTTP API's error bodies (its own class's, else its nearest
+base's): stable names a client reads back into these classes (``relaystate.client``)."""
+
+
+def code_of(exc: BaseException) -> str:
+    """The code of an error: its class's, else its nearest base's (``bad_request``)."""
+    return next((CODES[k] for k in type(exc).__mro__ if k in CODES), "bad_request")

@@ -79,24 +79,31 @@ def task_lines(tasks: Sequence[Task], *, owners: bool, width: int = 80) -> Text:
     return out
 
 
-def history_table(task_id: str, baseline: Snapshot | None, entries: list[JournalEntry]) -> Table:
-    """The journal as a timeline: version, when, by whom, why, what changed."""
+def history_table(
+    task_id: str,
+    baseline: Snapshot | None,
+    entries: list[JournalEntry],
+    said: Sequence[Sequence[str]] | None = None,
+) -> Table:
+    """The journal as a timeline: version, when, by whom, why, and what changed in people's
+    words (``said``, one list per entry; else the changed fields, bookkeeping left out)."""
     first = baseline.at if baseline is not None else entries[0].at if entries else None
     since = f" since {first:%Y-%m-%d}" if first is not None else ""
     table = Table(title=f"History of {task_id}{since} (UTC)")
     for column in ("v", "when", "by"):
         table.add_column(column, no_wrap=True)
-    table.add_column("why")
-    table.add_column("what changed")
+    table.add_column("why", ratio=2, overflow="fold")
+    table.add_column("what changed", ratio=3, overflow="fold")
     if baseline is not None:
         table.add_row(str(baseline.version), f"{baseline.at:%H:%M:%S}", "-", "baseline", "")
-    for e in entries:
+    for i, e in enumerate(entries):
         when = (
             f"{e.at:%H:%M:%S.%f}"[:-3]
             if first is None or e.at.date() == first.date()
             else f"{e.at:%m-%d %H:%M}"
         )
-        table.add_row(str(e.version), when, actor_label(e.actor), e.reason, summary(e))
+        what = "\n".join(said[i]) if said is not None else summary(e)
+        table.add_row(str(e.version), when, actor_label(e.actor), e.reason.splitlines()[0], what)
     return table
 
 

@@ -297,17 +297,46 @@ def test_another_users_ids_answer_404_on_every_endpoint(api: Api) -> None:
 
 
 # -- live updates, health, the rest ---------------------------------------------------------------
-def test_task_events_stream_the_task_and_take_the_key_as_a_query(api: Api) -> None:
-    tid = booked(api)["task"]["id"]
-    with api.client.stream("GET", f"/v1/tasks/{tid}/events?key={api.keys['alice']}") as events:
-        assert events.status_code == 200
+def first_event(api: Api, path: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    with api.client.stream("GET", path, headers=headers or {}) as events:
+        assert events.status_code == 200, events.read()
         assert events.headers["content-type"].startswith("text/event-stream")
         lines = events.iter_lines()
         assert next(lines) == "event: task"
         data = next(lines)
         assert data.startswith("data: ")
-        assert json.loads(data.removeprefix("data: "))["id"] == tid
-    error(api.client.get(f"/v1/tasks/{tid}/events?key=rsk_bad_key"), 401, "unauthorized")
+        found: dict[str, Any] = json.loads(data.removeprefix("data: "))
+        return found
+
+
+def test_task_events_take_the_key_in_a_header_or_a_short_token_never_in_the_url(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from relaystate.server import events
+
+    tid = booked(api)["task"]["id"]
+    path = f"/v1/tasks/{tid}/events"
+    alice = {"Authorization": f"Bearer {api.keys['alice']}"}
+    assert first_event(api, path, alice)["id"] == tid
+    message = error(api.client.get(f"{path}?key={api.keys['alice']}"), 400, "key_in_url")
+    assert "never goes in a URL" in message and api.keys["alice"] not in message
+    minted = api.ok("alice", "POST", f"{path}/token")
+    assert set(minted) == {"token", "expires_at"}
+    assert api.keys["alice"].rsplit("_", 1)[-1] not in minted["token"]  # no secret in it
+    assert first_event(api, f"{path}?token={minted['token']}")["id"] == tid
+    error(api.client.get(f"{path}?token={minted['token']}x"), 401, "unauthorized")
+    other_id = api.rt.start(Scope.user("alice"), "refund").task.id  # her other Task
+    error(
+        api.client.get(f"/v1/tasks/{other_id}/events?token={minted['token']}"), 401, "unauthorized"
+    )
+    error(api.call("bob", "POST", f"{path}/token"), 404, "not_found")
+    with monkeypatch.context() as expired:
+        expired.setattr(events, "TOKEN_SECONDS", -1)
+        stale = api.ok("alice", "POST", f"{path}/token")["token"]
+    error(api.client.get(f"{path}?token={stale}"), 401, "unauthorized")
+    fresh = api.ok("alice", "POST", f"{path}/token")["token"]
+    api.rt.revoke_api_keys(ADMIN, user_id="alice")
+    error(api.client.get(f"{path}?token={fresh}"), 401, "unauthorized")
 
 
 def test_health_readiness_and_metrics(api: Api) -> None:

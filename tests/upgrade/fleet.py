@@ -28,6 +28,8 @@ from . import app_v1, app_v2
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "deploy" / "nginx" / "relaystate.conf"
+ACCESS_LOG = "@ACCESS_LOG@"
+"""Where the sample's log goes in a test: the throwaway nginx's own access log."""
 APPS = {"v1": "tests.upgrade.app_v1:templates", "v2": "tests.upgrade.app_v2:templates"}
 API_GRACE = 3.0
 """Seconds a stopping ``relaystate serve`` gives requests in flight (cli/serve.py GRACE)."""
@@ -49,6 +51,8 @@ def render(listen: int, upstreams: list[int]) -> str:
     text = text[: block.start(1)] + lines + text[block.end(1) :]
     text, n = re.subn(r"listen \d+;", f"listen 127.0.0.1:{listen};", text)
     assert n == 1, "the sample has no single listen line"
+    text, n = re.subn(r"access_log \S+ relaystate;", f"access_log {ACCESS_LOG} relaystate;", text)
+    assert n == 1, "the sample has no single access_log line of its own format"
     return text
 
 

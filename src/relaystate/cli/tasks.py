@@ -188,8 +188,10 @@ def history(ns: argparse.Namespace) -> None:
     from rich.console import Console
 
     from ..render import history_table
+    from ..runtime.narrate import narrate
 
-    Console().print(history_table(task_id, baseline, entries))
+    told = narrate(baseline, entries)
+    Console().print(history_table(task_id, baseline, entries, [t.said for t in told]))
 
 
 def resume(ns: argparse.Namespace) -> None:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ..model import Action, JournalEntry, Snapshot, Task, TaskState, WorkerStatus, to_iso
+from .narrate import narrate
 from .upgrades import BuildStatus
 
 JSON = dict[str, Any]
@@ -105,10 +106,16 @@ def build_view(build: BuildStatus) -> JSON:
 
 
 def history_view(baseline: Snapshot | None, entries: Sequence[JournalEntry]) -> JSON:
-    """A task's journal: the baseline it was compacted into (if any) and the entries after."""
+    """A task's journal: the baseline it was compacted into (if any) and the entries after,
+    each with what it changed in people's words (``said``) and the bookkeeping it changed
+    too, beside the full ``changes``."""
+    told = narrate(baseline, entries)
     return {
         "baseline": None if baseline is None else baseline.to_dict(),
-        "entries": [e.to_dict() for e in entries],
+        "entries": [
+            {**e.to_dict(), "said": t.said, "bookkeeping": t.bookkeeping}
+            for e, t in zip(entries, told, strict=True)
+        ],
     }
 
 

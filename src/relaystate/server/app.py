@@ -19,6 +19,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..conversation import Conversation
@@ -66,7 +67,8 @@ def create_app(
         yield
         state.close()
 
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs and /redoc with their assets served here, not from a CDN
+        static_url="/docs-assets",
         title="relaystate",
         version="1",
         summary="Durable Sessions, Tasks and Actions: resume any multi-step task where it stopped.",

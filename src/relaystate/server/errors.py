@@ -15,26 +15,17 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import (
-    ConfirmationChanged,
     Conflict,
-    DuplicateKey,
     HistoryCompacted,
     InvalidInput,
     InvalidSlot,
-    MigrationFailed,
     NotFound,
-    OtherBuild,
     RelaystateError,
-    RepeatedRequest,
-    RequestKeyReused,
     SchemaTooNew,
     ScopeError,
-    SessionConflict,
     StoreError,
-    TaskLocked,
-    TaskTooNew,
     TemplateError,
-    VersionConflict,
+    code_of,
 )
 from ..store import translate_error
 
@@ -54,29 +45,6 @@ _STATUS: tuple[tuple[type[Exception], int], ...] = (
 )
 """The status of an error, by the base it has (relaystate/errors.py draws the tree): a new
 kind of Conflict is a 409 without a line here."""
-_CODES: dict[type[Exception], str] = {
-    NotFound: "not_found",
-    HistoryCompacted: "history_compacted",
-    Conflict: "conflict",
-    VersionConflict: "version_conflict",
-    SessionConflict: "session_conflict",
-    ConfirmationChanged: "confirmation_changed",
-    TaskLocked: "task_locked",
-    MigrationFailed: "migration_failed",
-    DuplicateKey: "duplicate_key",
-    RepeatedRequest: "repeated_request",
-    RequestKeyReused: "idempotency_key_reused",  # a valid request, a taken key
-    InvalidInput: "invalid_input",
-    InvalidSlot: "invalid_slot",
-    TemplateError: "invalid_task_type",
-    ScopeError: "forbidden",
-    StoreError: "unavailable",
-    TaskTooNew: "task_too_new",
-    OtherBuild: "other_build",
-    SchemaTooNew: "unavailable",
-    RelaystateError: "bad_request",
-}
-"""The ``code`` of an error's JSON body: its own class's, else its nearest base's."""
 _HTTP_CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -151,7 +119,7 @@ def status_of(exc: Exception) -> tuple[int, str]:
     status = next((s for base, s in _STATUS if isinstance(exc, base)), None)
     if status is None:
         return 500, "internal"
-    return status, next(_CODES[k] for k in type(exc).__mro__ if k in _CODES)
+    return status, code_of(exc)
 
 
 def allowed_methods(request: Request) -> list[str]:

@@ -16,6 +16,7 @@ from ..inputs import DEFAULT_MAX_TEXT, ID_PATTERN, MAX_ID, TEXT_PATTERN
 from ..memory.longterm import MAX_K, LongTermMemory, Mode
 from ..model import MemoryItem
 from ..store.roles import MemoryFilter
+from . import schemas
 from .errors import BY_ID, EVERY_CALL, WRITES
 from .routes import Id, Who, server
 
@@ -55,16 +56,16 @@ class ItemsIn(BaseModel):
 
 
 class Added(BaseModel):
-    added: int
-    total: int
+    added: int = Field(description="Items added or replaced")
+    total: int = Field(description="Items the namespace holds now")
 
 
 class ItemOut(BaseModel):
-    item: dict[str, Any]
+    item: schemas.MemoryItem
 
 
 class HitsOut(BaseModel):
-    hits: list[dict[str, Any]]
+    hits: list[schemas.Hit] = Field(description="The best items, best first")
 
 
 def memory_of(request: Request) -> LongTermMemory:
@@ -92,7 +93,7 @@ def get_item(request: Request, who: Who, namespace: Id, item_id: Id) -> ItemOut:
     found = memory_of(request).get(who.acts, namespace, [item_id])
     if not found:
         raise NotFound(f"no memory item {item_id} in {namespace}")
-    return ItemOut(item=item_view(found[0]))
+    return ItemOut(item=schemas.MemoryItem.model_validate(item_view(found[0])))
 
 
 @router.get("/{namespace}/search", response_model=HitsOut)
@@ -119,15 +120,20 @@ def search(
     """The items that answer ``q`` best: keyword and vector search fused."""
     where = MemoryFilter(since, until, tuple(source or ()), tuple(task_id or ()))
     hits = memory_of(request).search(who.acts, namespace, q, k=k, where=where, mode=mode)
-    return HitsOut(hits=[{**item_view(h.item), "score": h.score, "ranks": h.ranks} for h in hits])
+    return HitsOut(
+        hits=[
+            schemas.Hit.model_validate({**item_view(h.item), "score": h.score, "ranks": h.ranks})
+            for h in hits
+        ]
+    )
 
 
 class ContextOut(BaseModel):
-    query: str
-    prompt: str
-    tokens: int
-    budget: int
-    explanation: list[dict[str, Any]]
+    query: str = Field(description="What the context was built for")
+    prompt: str = Field(description="The context, as a model would get it")
+    tokens: int = Field(description="Its size in tokens")
+    budget: int = Field(description="The most tokens it could have")
+    explanation: list[schemas.Kept] = Field(description="Every candidate, kept or dropped")
 
 
 tasks = APIRouter(prefix="/v1/tasks", responses=EVERY_CALL, tags=["memory"])
@@ -171,14 +177,9 @@ def task_context(
         tokens=ctx.tokens,
         budget=ctx.budget,
         explanation=[
-            {
-                "id": d.id,
-                "layer": d.layer,
-                "score": d.score,
-                "tokens": d.tokens,
-                "kept": d.kept,
-                "reason": d.reason,
-            }
+            schemas.Kept(
+                id=d.id, layer=d.layer, score=d.score, tokens=d.tokens, kept=d.kept, reason=d.reason
+            )
             for d in ctx.explanation
         ],
     )

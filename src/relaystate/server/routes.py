@@ -15,10 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 from ..errors import NotFound
 from ..inputs import DEFAULT_MAX_TEXT, ID_PATTERN, MAX_ID, REQUEST_KEY, TEXT_PATTERN
 from ..memory.recorder import CONVERSATION
-from ..model import OPEN_TASK_STATUSES, ApiKey, TaskStatus
+from ..model import OPEN_TASK_STATUSES, ApiKey, TaskState, TaskStatus
 from ..runtime.views import action_view, history_view, state_view, task_view
 from ..scope import Scope
 from . import api_keys as keys
+from . import schemas
 from .errors import BY_ID, EVERY_CALL, OPERATORS, REPLAYS, WRITES, ApiError
 from .limits import retry_after
 from .state import ServerState
@@ -67,7 +68,12 @@ def authorise(request: Request, presented: str | None) -> Caller:
         raise ApiError(
             401, "unauthorized", "the API key is unknown or revoked", {"WWW-Authenticate": "Bearer"}
         )
-    wait = state.limiter.take(key.id)
+    return admitted(request, key)
+
+
+def admitted(request: Request, key: ApiKey) -> Caller:
+    """The caller of a verified key, within its rate (429 with Retry-After beyond it)."""
+    wait = server(request).limiter.take(key.id)
     if wait:
         raise ApiError(
             429,
@@ -143,39 +149,50 @@ class Unpinning(_Body):
 
 
 class Me(BaseModel):
-    user_id: str
-    admin: bool
-    key_id: str
+    user_id: str = Field(description="The key's user")
+    admin: bool = Field(description="Whether it is an operator's key")
+    key_id: str = Field(description="The key's public id")
 
 
 class SessionOut(BaseModel):
-    session: dict[str, Any]
+    session: schemas.Session
 
 
 class MessagesOut(BaseModel):
-    messages: list[dict[str, Any]]
-    next_before: int | None
+    messages: list[schemas.Message] = Field(description="The messages, oldest first")
+    next_before: int | None = Field(
+        description="Pass as before= for the messages before these (null: none are left)"
+    )
 
 
 class TurnOut(BaseModel):
-    turn: dict[str, Any]
+    turn: schemas.Turn
 
 
 class TasksOut(BaseModel):
-    tasks: list[dict[str, Any]]
+    tasks: list[schemas.Task] = Field(description="The Tasks, most recently changed first")
 
 
 class TaskOut(BaseModel):
-    task: dict[str, Any]
+    task: schemas.TaskWithActions
 
 
 class ActionsOut(BaseModel):
-    actions: list[dict[str, Any]]
+    actions: list[schemas.Action] = Field(description="The Task's Actions, in seq order")
 
 
 class HistoryOut(BaseModel):
-    baseline: dict[str, Any] | None
-    entries: list[dict[str, Any]]
+    baseline: schemas.Snapshot | None = Field(
+        description="The baseline older entries were folded into, if any"
+    )
+    entries: list[schemas.JournalEntry] = Field(description="The journal, oldest first")
+
+
+class AgentsOut(BaseModel):
+    agents: list[schemas.Agent] = Field(description="The task types this server runs")
+    statuses: dict[str, dict[str, str]] = Field(
+        description="Language -> Task status -> what to call it"
+    )
 
 
 Limit = Annotated[int, Query(ge=1, le=1000)]
@@ -191,9 +208,53 @@ Id = Annotated[
 
 
 # -- endpoints ----------------------------------------------------------------------------------
+def _task(state: TaskState) -> schemas.TaskWithActions:
+    return schemas.TaskWithActions.model_validate(state_view(state))
+
+
 @router.get("/me", response_model=Me)
 def me(who: Who) -> Me:
     return Me(user_id=who.key.user_id, admin=who.key.admin, key_id=who.key.id)
+
+
+@router.get("/agents", response_model=AgentsOut)
+def agents(request: Request, who: Who) -> AgentsOut:
+    """The task types this server runs, and what to call them and their slots, per language
+    (for a greeting that says what the agents can do, and labels instead of identifiers)."""
+    found = [
+        schemas.Agent(
+            type=t.type,
+            version=t.version,
+            titles={lang: t.title(lang) for lang in LANGUAGES},
+            slots={s.name: {lang: s.label(lang) for lang in LANGUAGES} for s in t.slots},
+        )
+        for t in server(request).runtime.templates.values()
+    ]
+    return AgentsOut(agents=found, statuses=STATUS_WORDS)
+
+
+LANGUAGES = ("en", "zh")
+STATUS_WORDS = {
+    "en": {
+        "pending": "pending",
+        "running": "in progress",
+        "waiting_user": "waiting for you",
+        "needs_attention": "needs attention",
+        "done": "done",
+        "failed": "failed",
+        "cancelled": "cancelled",
+    },
+    "zh": {
+        "pending": "待处理",
+        "running": "办理中",
+        "waiting_user": "等待您",
+        "needs_attention": "需人工处理",
+        "done": "已完成",
+        "failed": "失败",
+        "cancelled": "已取消",
+    },
+}
+"""What to call a Task's status, per language."""
 
 
 @router.post("/sessions", status_code=201, response_model=SessionOut, responses=WRITES)
@@ -201,12 +262,13 @@ def new_session(request: Request, who: Who, body: NewSession | None = None) -> S
     session = server(request).runtime.open_session(
         who.acts, language=body.language if body else None
     )
-    return SessionOut(session=session.to_dict())
+    return SessionOut(session=schemas.Session.model_validate(session.to_dict()))
 
 
 @router.get("/sessions/{session_id}", response_model=SessionOut, responses=BY_ID)
 def get_session(request: Request, who: Who, session_id: Id) -> SessionOut:
-    return SessionOut(session=server(request).runtime.session(who.reads, session_id).to_dict())
+    found = server(request).runtime.session(who.reads, session_id)
+    return SessionOut(session=schemas.Session.model_validate(found.to_dict()))
 
 
 @router.get("/sessions/{session_id}/messages", response_model=MessagesOut, responses=BY_ID)
@@ -222,7 +284,7 @@ def get_messages(
     found = rt.messages(who.reads, session_id, limit=limit, before=before)
     first = found[0].id if found else None
     return MessagesOut(
-        messages=[m.to_dict() for m in found],
+        messages=[schemas.Message.model_validate(m.to_dict()) for m in found],
         next_before=first if first is not None and first > 1 and len(found) == limit else None,
     )
 
@@ -261,13 +323,13 @@ def say(
     )
     if turn.replayed:
         response.headers["Idempotent-Replayed"] = "true"
-        return TurnOut(turn=turn.to_dict())
+        return TurnOut(turn=schemas.Turn.model_validate(turn.to_dict()))
     state.embed_later(who.acts, CONVERSATION, layers=False)
     state.metrics.turns.inc()
     state.metrics.turn_latency.observe(time.perf_counter() - started)
     for action in turn.actions:
         state.metrics.actions.labels(str(action.status)).inc()
-    return TurnOut(turn=turn.to_dict())
+    return TurnOut(turn=schemas.Turn.model_validate(turn.to_dict()))
 
 
 @router.get("/tasks", response_model=TasksOut)
@@ -282,25 +344,26 @@ def list_tasks(
         else [TaskStatus(status)]
     )
     found = server(request).runtime.tasks(who.reads, statuses=statuses, limit=limit)
-    return TasksOut(tasks=[task_view(t) for t in found])
+    return TasksOut(tasks=[schemas.Task.model_validate(task_view(t)) for t in found])
 
 
 @router.get("/tasks/{task_id}", response_model=TaskOut, responses=BY_ID)
 def get_task(request: Request, who: Who, task_id: Id) -> TaskOut:
-    return TaskOut(task=state_view(server(request).runtime.task(who.reads, task_id)))
+    return TaskOut(task=_task(server(request).runtime.task(who.reads, task_id)))
 
 
 @router.get("/tasks/{task_id}/actions", response_model=ActionsOut, responses=BY_ID)
 def get_actions(request: Request, who: Who, task_id: Id) -> ActionsOut:
     state = server(request).runtime.task(who.reads, task_id)
-    return ActionsOut(actions=[action_view(a) for a in state.actions])
+    return ActionsOut(
+        actions=[schemas.Action.model_validate(action_view(a)) for a in state.actions]
+    )
 
 
 @router.get("/tasks/{task_id}/history", response_model=HistoryOut, responses=BY_ID | REPLAYS)
 def get_history(request: Request, who: Who, task_id: Id) -> HistoryOut:
     baseline, entries = server(request).runtime.history(who.reads, task_id)
-    found = history_view(baseline, entries)
-    return HistoryOut(baseline=found["baseline"], entries=found["entries"])
+    return HistoryOut.model_validate(history_view(baseline, entries))
 
 
 @router.get("/tasks/{task_id}/state", response_model=TaskOut, responses=BY_ID | REPLAYS)
@@ -314,18 +377,18 @@ def get_state_at(
     current = rt.task(who.reads, task_id)
     if at > current.task.version:
         raise NotFound(f"task {task_id} has no version {at} (it is at {current.task.version})")
-    return TaskOut(task=state_view(rt.replay(who.reads, task_id, at)))
+    return TaskOut(task=_task(rt.replay(who.reads, task_id, at)))
 
 
 @router.post("/tasks/{task_id}/resume", response_model=TaskOut, responses=BY_ID | WRITES)
 def resume(request: Request, who: Who, task_id: Id) -> TaskOut:
     done = server(request).runtime.resume(who.reads, task_id)
-    return TaskOut(task=state_view(done.state))
+    return TaskOut(task=_task(done.state))
 
 
 @router.post("/tasks/{task_id}/cancel", response_model=TaskOut, responses=BY_ID | WRITES)
 def cancel(request: Request, who: Who, task_id: Id) -> TaskOut:
-    return TaskOut(task=state_view(server(request).runtime.cancel(who.acts, task_id)))
+    return TaskOut(task=_task(server(request).runtime.cancel(who.acts, task_id)))
 
 
 @router.post("/tasks/{task_id}/slots", response_model=TaskOut, responses=BY_ID | WRITES)
@@ -333,13 +396,13 @@ def fill(request: Request, who: Who, task_id: Id, body: SlotValues) -> TaskOut:
     """Set slot values without a conversation (a form): the caller's own Task; an admin key
     may set any user's, and only it the slots an operator fills (an approval)."""
     state = server(request).runtime.fill(who.reads, task_id, body.slots)
-    return TaskOut(task=state_view(state))
+    return TaskOut(task=_task(state))
 
 
 @router.post("/tasks/{task_id}/confirm", response_model=TaskOut, responses=BY_ID | WRITES)
 def confirm(request: Request, who: Who, task_id: Id, body: Confirmation) -> TaskOut:
     state = server(request).runtime.confirm(who.acts, task_id, body.yes, seen=body.version)
-    return TaskOut(task=state_view(state))
+    return TaskOut(task=_task(state))
 
 
 @router.post(
@@ -355,7 +418,7 @@ def resolve(request: Request, who: Who, action_id: Id, body: Resolution) -> Task
         succeeded=body.outcome == "success",
         output=body.output,
     )
-    return TaskOut(task=state_view(state))
+    return TaskOut(task=_task(state))
 
 
 @router.post(
@@ -366,7 +429,7 @@ def rerun(request: Request, who: Who, action_id: Id) -> TaskOut:
     is fixed (one with a side effect is reconciled with the downstream first)."""
     rt = server(request).runtime
     action = rt.action(who.reads, action_id)
-    return TaskOut(task=state_view(rt.rerun(who.reads, action.task_id, action.seq)))
+    return TaskOut(task=_task(rt.rerun(who.reads, action.task_id, action.seq)))
 
 
 @router.post("/tasks/{task_id}/unpin", response_model=TaskOut, responses=BY_ID | WRITES | OPERATORS)
@@ -374,4 +437,4 @@ def unpin(request: Request, who: Who, task_id: Id, body: Unpinning) -> TaskOut:
     """An operator lets any build continue a pinned Task whose build is gone for good; the
     serving build lifts it to the version it runs."""
     state = server(request).runtime.unpin(who.reads, task_id, reason=body.reason)
-    return TaskOut(task=state_view(state))
+    return TaskOut(task=_task(state))

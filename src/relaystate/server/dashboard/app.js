@@ -5,6 +5,51 @@
 
 const KEY_STORE = "relaystate.key";
 const SESSION_STORE = "relaystate.session";
+const LANG_STORE = "relaystate.lang";
+
+// The dashboard's own words, in both languages (Tasks, slots and statuses are named by the
+// server: GET /v1/agents).
+const WORDS = {
+  en: {
+    memorySearch: "Memory search", operators: "Operators", signedInAs: "Signed in as",
+    signOut: "Sign out", chat: "Chat", newSession: "New Session", send: "Send",
+    chatPlaceholder: "e.g. book a flight from Beijing to Shanghai", tasks: "Tasks",
+    refresh: "Refresh", noTasks: "No tasks yet: ask for something in the chat.", back: "← Back",
+    slots: "Slots", slot: "Slot", value: "Value", slotHistory: "History (journal version: value)",
+    context: "Context", actions: "Actions", noActions: "No Actions yet: they start once the Task is confirmed.",
+    journal: "Journal", memory: "Memory", you: "You", agent: "Agent", error: "Error",
+    openTask: "open Task", missing: "missing", stage: "stage", updated: "updated", user: "user",
+    greeting: "Hello! I can help with: {agents}. What would you like to do?",
+    bookkeeping: "bookkeeping and every field ({n})", showAll: "show all", showLess: "show less",
+    noSlots: "no slots filled", confirm: "Confirm", decline: "Decline", resume: "Resume",
+    cancel: "Cancel", progress: "progress", version: "version", goal: "goal",
+    createdUpdated: "created / updated", status: "status", id: "id",
+  },
+  zh: {
+    memorySearch: "记忆搜索", operators: "运维", signedInAs: "当前用户", signOut: "退出",
+    chat: "对话", newSession: "新会话", send: "发送", chatPlaceholder: "例如：订一张从北京到上海的机票",
+    tasks: "任务", refresh: "刷新", noTasks: "还没有任务：在对话里说说您想办的事。", back: "← 返回",
+    slots: "信息", slot: "项目", value: "值", slotHistory: "历史（日志版本：值）", context: "上下文",
+    actions: "操作", noActions: "还没有操作：任务确认后开始。", journal: "日志", memory: "记忆",
+    you: "您", agent: "助手", error: "错误", openTask: "打开任务", missing: "待填", stage: "阶段",
+    updated: "更新于", user: "用户", greeting: "您好！我可以帮您：{agents}。想办什么？",
+    bookkeeping: "内部字段与全部改动（{n}）", showAll: "展开全部", showLess: "收起",
+    noSlots: "还没有填写信息", confirm: "确认", decline: "不对", resume: "继续", cancel: "取消",
+    progress: "进度", version: "版本", goal: "目标", createdUpdated: "创建 / 更新", status: "状态",
+    id: "编号",
+  },
+};
+
+function initialLanguage() {
+  const stored = localStorage.getItem(LANG_STORE);
+  if (stored === "en" || stored === "zh") return stored;
+  return (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
+}
+
+function t(key, values = {}) {
+  const text = (WORDS[state.lang] || WORDS.en)[key] || WORDS.en[key] || key;
+  return text.replace(/\{(\w+)\}/g, (_, name) => String(values[name] ?? ""));
+}
 
 const state = {
   key: localStorage.getItem(KEY_STORE),
@@ -28,6 +73,8 @@ const state = {
   opsTimer: null, // the next Operators refresh
   opsLoadedAt: 0, // when the Operators panel last asked the server (ms)
   opsOnScreen: false, // whether any of the Operators panel is in the viewport
+  lang: initialLanguage(), // the dashboard's language: en or zh
+  agents: null, // GET /v1/agents: what to call task types, slots and statuses
 };
 
 const $ = (sel) => document.querySelector(sel);
@@ -145,14 +192,48 @@ function fmtOutput(output) {
   return output === null || output === undefined ? "—" : JSON.stringify(output, null, 1);
 }
 
+// An Action's output: a few lines, and all of it on demand.
+function outputOf(output) {
+  const text = fmtOutput(output);
+  const pre = h("pre", { class: "output" }, text);
+  if (text.split("\n").length <= 8 && text.length <= 400) return pre;
+  const more = h("button", { type: "button", class: "link small", dataset: { testid: "output-more" } }, t("showAll"));
+  more.addEventListener("click", () => {
+    const open = pre.classList.toggle("full");
+    more.textContent = t(open ? "showLess" : "showAll");
+  });
+  return h("div", { class: "output-wrap" }, pre, more);
+}
+
 function fmtValue(value) {
   if (value === undefined) return "(absent)";
   if (value === null) return "—";
   return typeof value === "string" ? value : JSON.stringify(value);
 }
 
+// What people call things, from GET /v1/agents, in the dashboard's language.
+function agentOf(type) {
+  return ((state.agents && state.agents.agents) || []).find((a) => a.type === type);
+}
+
+function title(type) {
+  const agent = agentOf(type);
+  return (agent && agent.titles[state.lang]) || String(type).replaceAll("_", " ");
+}
+
+function slotLabel(type, name) {
+  const agent = agentOf(type);
+  const labels = agent && agent.slots[name];
+  return (labels && labels[state.lang]) || String(name).replaceAll("_", " ");
+}
+
+function statusLabel(status) {
+  const words = state.agents && state.agents.statuses && state.agents.statuses[state.lang];
+  return (words && words[status]) || String(status).replaceAll("_", " ");
+}
+
 function badge(status) {
-  return h("span", { class: `badge status-${status}`, dataset: { status } }, status);
+  return h("span", { class: `badge status-${status}`, dataset: { status } }, statusLabel(status));
 }
 
 function progressBar(progress) {
@@ -161,19 +242,62 @@ function progressBar(progress) {
   return h(
     "span",
     { class: "progress" },
-    h("progress", { max: Math.max(total, 1), value: done, "aria-label": "progress" }),
+    h("progress", { max: Math.max(total, 1), value: done, "aria-label": t("progress") }),
     h("span", { class: "small muted" }, `${done}/${total}`),
   );
 }
 
-function slotList(slots) {
+function slotList(type, slots) {
   const names = Object.keys(slots || {});
-  if (!names.length) return h("p", { class: "muted small" }, "no slots filled");
+  if (!names.length) return h("p", { class: "muted small" }, t("noSlots"));
   return h(
     "dl",
     { class: "slots" },
-    names.map((n) => [h("dt", {}, n), h("dd", { dataset: { slot: n } }, fmtValue(slots[n]))]),
+    names.map((n) => [
+      h("dt", {}, slotLabel(type, n)),
+      h("dd", { dataset: { slot: n } }, fmtValue(slots[n])),
+    ]),
   );
+}
+
+// ---- language ------------------------------------------------------------------------
+
+function applyLanguage() {
+  document.documentElement.lang = state.lang === "zh" ? "zh-CN" : "en";
+  $("#lang").value = state.lang;
+  for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
+  for (const el of document.querySelectorAll("[data-i18n-placeholder]")) {
+    el.placeholder = t(el.dataset.i18nPlaceholder);
+  }
+}
+
+function setLanguage(lang) {
+  state.lang = lang === "zh" ? "zh" : "en";
+  localStorage.setItem(LANG_STORE, state.lang);
+  applyLanguage();
+  renderTasks();
+  greet();
+  if (state.task) showTask(state.task);
+}
+
+// The empty chat says what the agents can do, in the dashboard's language.
+function greet() {
+  const log = $("#chat-log");
+  const only = log.children.length === 0 || (log.children.length === 1 && log.firstChild.dataset.greeting);
+  if (!only || !state.agents) return;
+  const names = state.agents.agents.map((a) => title(a.type));
+  const li = addMessage("assistant", t("greeting", { agents: names.join(state.lang === "zh" ? "、" : ", ") }));
+  li.dataset.greeting = "true";
+  if (log.children.length > 1) log.firstChild.remove();
+}
+
+async function loadAgents() {
+  try {
+    state.agents = await api("GET", "/v1/agents");
+  } catch (err) {
+    state.agents = null;
+    showError(err);
+  }
 }
 
 // ---- sign in -------------------------------------------------------------------------
@@ -189,10 +313,13 @@ async function signIn(key) {
   $("#sign-in-panel").hidden = true;
   $("#app").hidden = false;
   startOps();
+  await loadAgents();
+  applyLanguage();
   await Promise.all([loadMessages(), loadTasks()]);
+  greet();
   const fromHash = location.hash.match(/^#\/tasks\/([^/]+)$/);
   if (fromHash) openTask(decodeURIComponent(fromHash[1]));
-  $("#chat-input").focus();
+  else $("#chat-input").focus();
 }
 
 function signOut(reason) {
@@ -230,10 +357,10 @@ function addMessage(role, text, taskId) {
   const li = h(
     "li",
     { class: `msg msg-${role}`, dataset: { role } },
-    h("span", { class: "who" }, role === "user" ? "You" : role === "assistant" ? "Agent" : "Error"),
+    h("span", { class: "who" }, t(role === "user" ? "you" : role === "assistant" ? "agent" : "error")),
     h("span", { class: "text" }, text),
     taskId && role === "assistant"
-      ? h("a", { href: `#/tasks/${encodeURIComponent(taskId)}`, class: "small" }, "open Task")
+      ? h("a", { href: `#/tasks/${encodeURIComponent(taskId)}`, class: "small" }, t("openTask"))
       : null,
   );
   const log = $("#chat-log");
@@ -310,24 +437,25 @@ function sortTasks(tasks) {
 }
 
 function renderTasks() {
-  const rows = state.tasks.map((t) =>
+  const rows = state.tasks.map((task) =>
     h(
       "li",
       {
-        class: `task-row${t.id === state.taskId ? " selected" : ""}`,
-        dataset: { taskId: t.id, status: t.status, stage: t.stage },
+        class: `task-row${task.id === state.taskId ? " selected" : ""}`,
+        dataset: { taskId: task.id, status: task.status, stage: task.stage },
       },
       h(
         "button",
-        { type: "button", class: "task-open", onclick: () => openTask(t.id) },
-        h("span", { class: "task-type" }, t.type),
-        badge(t.status),
-        h("span", { class: "stage" }, `stage ${t.stage}`),
-        progressBar(t.progress),
+        { type: "button", class: "task-open", onclick: () => openTask(task.id) },
+        h("span", { class: "task-type" }, title(task.type)),
+        state.me && state.me.admin ? h("span", { class: "owner", dataset: { owner: task.user_id } }, task.user_id) : null,
+        badge(task.status),
+        h("span", { class: "stage" }, `${t("stage")} ${task.stage}`),
+        progressBar(task.progress),
       ),
-      h("p", { class: "status-text" }, t.status_text),
-      slotList(t.slots),
-      h("p", { class: "small muted" }, `updated ${fmtTime(t.updated_at)} · v${t.version}`),
+      h("p", { class: "status-text" }, task.status_text),
+      slotList(task.type, task.slots),
+      h("p", { class: "small muted" }, `${t("updated")} ${fmtTime(task.updated_at)} · v${task.version}`),
     ),
   );
   $("#task-list").replaceChildren(...rows);
@@ -352,16 +480,16 @@ async function openTask(id) {
   state.taskId = id;
   state.followLatest = true;
   if (location.hash !== `#/tasks/${encodeURIComponent(id)}`) {
-    history.replaceState(null, "", `#/tasks/${encodeURIComponent(id)}`);
+    // a page of its own: the browser's back button goes back to where it was opened from
+    history.pushState({ task: id }, "", `#/tasks/${encodeURIComponent(id)}`);
   }
+  $("#app").classList.add("viewing-task");
   $("#task-page").hidden = false;
   $("#task-page").dataset.taskId = id;
+  window.scrollTo(0, 0);
   renderTasks();
   await refreshTask();
-  if (state.taskId === id) {
-    connectEvents(id);
-    $("#task-page").scrollIntoView({ behavior: "smooth", block: "start" });
-  }
+  if (state.taskId === id) connectEvents(id);
 }
 
 function closeTask() {
@@ -375,9 +503,21 @@ function closeTask() {
   $("#replayed-state").replaceChildren();
   clearContext();
   $("#task-page").hidden = true;
+  $("#app").classList.remove("viewing-task");
   delete $("#task-page").dataset.taskId;
   setLive("off", "offline");
-  if (location.hash.startsWith("#/tasks/")) history.replaceState(null, "", location.pathname);
+}
+
+// Back from a Task's page: through the browser's history when the dashboard put the page
+// there (so its back button and ours agree), else straight to the list.
+function leaveTask() {
+  if (history.state && history.state.task) {
+    history.back();
+    return;
+  }
+  closeTask();
+  history.replaceState(null, "", location.pathname);
+  renderTasks();
 }
 
 async function refreshTask() {
@@ -405,15 +545,16 @@ function showTask(task) {
   page.dataset.status = task.status;
   page.dataset.stage = task.stage;
   page.dataset.version = task.version;
-  $("#task-title").textContent = `Task · ${task.type}`;
+  $("#task-title").textContent = title(task.type);
   const facts = [
-    ["id", h("code", {}, task.id)],
-    ["status", badge(task.status)],
-    ["stage", task.stage],
-    ["progress", progressBar(task.progress)],
-    ["version", String(task.version)],
-    ["goal", task.goal || "—"],
-    ["created / updated", `${fmtTime(task.created_at)} / ${fmtTime(task.updated_at)}`],
+    [t("id"), h("code", {}, task.id)],
+    ...(state.me && state.me.admin ? [[t("user"), task.user_id]] : []),
+    [t("status"), badge(task.status)],
+    [t("stage"), task.stage],
+    [t("progress"), progressBar(task.progress)],
+    [t("version"), String(task.version)],
+    [t("goal"), task.goal || "—"],
+    [t("createdUpdated"), `${fmtTime(task.created_at)} / ${fmtTime(task.updated_at)}`],
   ];
   $("#task-summary").replaceChildren(
     h(
@@ -453,10 +594,10 @@ function renderControls(task) {
     );
   const open = ["waiting_user", "running", "needs_attention"].includes(task.status);
   if (task.status === "waiting_user" && task.stage === "confirming" && !task.confirmed) {
-    buttons.push(act("Confirm", "/confirm", { yes: true, version: task.version }));
-    buttons.push(act("Decline", "/confirm", { yes: false, version: task.version }));
+    buttons.push(act(t("confirm"), "/confirm", { yes: true, version: task.version }));
+    buttons.push(act(t("decline"), "/confirm", { yes: false, version: task.version }));
   }
-  if (open) buttons.push(act("Resume", "/resume"), act("Cancel", "/cancel"));
+  if (open) buttons.push(act(t("resume"), "/resume"), act(t("cancel"), "/cancel"));
   $("#task-controls").replaceChildren(...buttons);
 }
 
@@ -499,7 +640,7 @@ function renderActions(actions) {
         fmtTime(a.updated_at),
         h("span", { class: "muted" }, ` (${fmtDuration(a.created_at, a.updated_at)})`),
       ),
-      cell("Output", {}, h("pre", { class: "output" }, fmtOutput(a.output))),
+      cell("Output", {}, outputOf(a.output)),
     ),
   );
   $("#actions-table tbody").replaceChildren(...rows);
@@ -577,8 +718,8 @@ function renderSlots(task) {
     return h(
       "tr",
       { class: "slot-row", dataset: { slot: n } },
-      h("th", { scope: "row" }, n),
-      cell("Value", { class: filled ? "" : "muted" }, filled ? fmtValue(slots[n]) : "missing"),
+      h("th", { scope: "row" }, slotLabel(task.type, n)),
+      cell(t("value"), { class: filled ? "" : "muted" }, filled ? fmtValue(slots[n]) : t("missing")),
       cell(
         "History",
         { class: "slot-history small" },
@@ -594,9 +735,9 @@ function renderSlots(task) {
 // ---- the Task's context (what its next turn is given from memory) ---------------------
 
 function contextKey() {
-  const t = state.task;
-  if (!t) return null;
-  return `${t.id}@${t.version} ${$("#context-budget").value} ${$("#context-query").value.trim()}`;
+  const task = state.task;
+  if (!task) return null;
+  return `${task.id}@${task.version} ${$("#context-budget").value} ${$("#context-query").value.trim()}`;
 }
 
 // Fetch the context if the section is open and what it shows is stale (another Task, version,
@@ -1001,12 +1142,14 @@ function renderTimeline() {
         { type: "button", class: "link", onclick: () => moveSlider(e.version) },
         `v${e.version}`,
       ),
-      h("span", { class: "reason" }, e.reason),
+      h("span", { class: "reason" }, e.reason.split("\n")[0]),
       h("span", { class: "small muted" }, ` · ${e.actor} · ${fmtTime(e.at)}`),
+      h("ul", { class: "said" }, (e.said || []).map((line) => h("li", {}, line))),
       h(
-        "ul",
+        "details",
         { class: "changes small" },
-        e.changes.map((c) => h("li", {}, describeChange(c))),
+        h("summary", {}, t("bookkeeping", { n: e.changes.length })),
+        h("ul", {}, e.changes.map((c) => h("li", {}, describeChange(c)))),
       ),
     ),
   );
@@ -1110,13 +1253,24 @@ function setLive(mode, text) {
   el.textContent = text;
 }
 
-// EventSource cannot send an Authorization header, so the events endpoint (only) takes the
-// key as ?key=. It reconnects by itself after network errors (e.g. a server restart); when the
-// browser gives up (an HTTP error answer) we try again a little later while the page is open.
-function connectEvents(id) {
+// EventSource cannot send an Authorization header, and a key in a URL would land in logs:
+// the stream is opened with a token good for one minute and this Task only (POST
+// .../events/token). It reconnects by itself after network errors (e.g. a server restart);
+// when the browser gives up (an HTTP error: the token expired) we ask for a new token and
+// open it again a little later while the page is open.
+async function connectEvents(id) {
   if (state.events) state.events.close();
   clearTimeout(state.reopenTimer);
-  const url = `/v1/tasks/${encodeURIComponent(id)}/events?key=${encodeURIComponent(state.key)}`;
+  let token;
+  try {
+    ({ token } = await api("POST", `/v1/tasks/${encodeURIComponent(id)}/events/token`));
+  } catch (err) {
+    setLive("off", "offline, retrying…");
+    state.reopenTimer = setTimeout(() => state.taskId === id && connectEvents(id), 3000);
+    return;
+  }
+  if (state.taskId !== id) return;
+  const url = `/v1/tasks/${encodeURIComponent(id)}/events?token=${encodeURIComponent(token)}`;
   const source = new EventSource(url);
   state.events = source;
   setLive("connecting", "connecting…");
@@ -1176,14 +1330,14 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#new-session").addEventListener("click", () => {
     setSession(null);
     $("#chat-log").replaceChildren();
+    greet();
     $("#chat-input").focus();
   });
+  $("#lang").addEventListener("change", (ev) => setLanguage(ev.target.value));
+  applyLanguage();
   $("#task-filter").addEventListener("change", loadTasks);
   $("#tasks-refresh").addEventListener("click", loadTasks);
-  $("#task-close").addEventListener("click", () => {
-    closeTask();
-    renderTasks();
-  });
+  $("#task-back").addEventListener("click", leaveTask);
   // Debounced: dragging the slider asks the server for one replay, not one per pixel
   // (each key has a request rate limit).
   let sliderTimer = null;
@@ -1228,14 +1382,21 @@ document.addEventListener("DOMContentLoaded", () => {
   document.addEventListener("visibilitychange", wakeOps);
   $("#home-link").addEventListener("click", (ev) => {
     ev.preventDefault();
-    closeTask();
-    renderTasks();
+    if (state.taskId) leaveTask();
   });
-  // Links in the chat ("open Task") and the back button move through #/tasks/ID.
-  window.addEventListener("hashchange", () => {
+  // Links in the chat ("open Task") and the browser's back and forward buttons move
+  // through #/tasks/ID; any other address is the main page.
+  const follow = () => {
+    if (!state.me) return;
     const m = location.hash.match(/^#\/tasks\/([^/]+)$/);
-    if (m && state.me) openTask(decodeURIComponent(m[1]));
-  });
+    if (m) openTask(decodeURIComponent(m[1]));
+    else if (state.taskId) {
+      closeTask();
+      renderTasks();
+    }
+  };
+  window.addEventListener("hashchange", follow);
+  window.addEventListener("popstate", follow);
 
   if (state.key) {
     signIn(state.key).catch((err) => {
