@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What `make test` needs from the system beyond Python: PostgreSQL and Redis (started by the
 # suite itself), Chromium (the dashboard's browser test), nginx (the rolling-upgrade test)
-# and WordNet's nouns (memory recall). Installed with apt-get where this is possible (root,
+# WordNet's nouns (memory recall) and a small CJK font (the browser tests' screenshots of the
+# Chinese dashboard show characters, not boxes). Installed with apt-get where this is possible (root,
 # Debian or Ubuntu); otherwise one line says what to install (those tests then skip).
 set -u
 need=()
@@ -10,6 +11,7 @@ compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || command -v initdb >/
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx)
 [ -f /usr/share/wordnet/index.noun ] || need+=(wordnet-base)
+fc-list :lang=zh 2>/dev/null | grep -q . || need+=(fonts-wqy-microhei)
 ((${#need[@]})) || exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${need[*]} (apt-get)"

@@ -29,7 +29,7 @@ class Served:
     """A ``relaystate serve`` on a free port over a SQLite file, with keys for alice, bob and
     an operator."""
 
-    def __init__(self, where: Path) -> None:
+    def __init__(self, where: Path, rate: float = 1000) -> None:
         self.store = f"sqlite:///{where}/served.db"
         env = {**os.environ, "RELAYSTATE_NOW": "2026-11-29T10:00:00"}
         self.keys = {
@@ -70,7 +70,7 @@ class Served:
                 self.store,
                 "--no-demo-key",
                 "--rate",
-                "1000",
+                str(rate),
             ],
             env=env,
             cwd=where,
@@ -128,6 +128,8 @@ def test_a_conversation_and_its_task_through_every_task_endpoint(served: Served)
         history = alice.history(task_id)
         assert history.baseline is None and history.entries[-1].said
         assert any("confirmed by the user" in e.said for e in history.entries)
+        told = alice.history(task_id, "zh").entries[0].said[0]
+        assert "出发地" in told, told  # the slot's label in the template, in Chinese
         assert alice.state_at(task_id, 1).stage == "confirming"  # every slot in one message
         assert alice.resume(task_id).status == "done"
         with pytest.raises(TaskLocked) as locked:
@@ -160,6 +162,11 @@ def test_errors_are_the_librarys_own(served: Served) -> None:
             stranger.me()
         with pytest.raises(NotFound):
             list(alice.events("no-such-task"))
+    with served.client("ops") as ops:
+        with pytest.raises(Conflict):  # the Action succeeded: nothing for a person to settle
+            ops.resolve(done.actions[0].id, "success")
+        unpinned = ops.unpin(done.id, "moving it on")  # not pinned: nothing to lift
+        assert (unpinned.id, unpinned.version, unpinned.pinned) == (done.id, done.version, False)
 
 
 def test_memory_endpoints(served: Served) -> None:
@@ -176,21 +183,69 @@ def test_memory_endpoints(served: Served) -> None:
         assert alice.ready() is True
 
 
+def test_the_async_client_has_every_method_of_the_sync_one() -> None:
+    import inspect
+
+    def public(cls: type) -> dict[str, inspect.Signature]:
+        return {
+            n: inspect.signature(f)
+            for n, f in vars(cls).items()
+            if callable(f) and not n.startswith("_") and n not in ("close", "run")
+        }
+
+    sync, aio = public(Client), public(AsyncClient)
+    assert sorted(sync) == sorted(aio)
+    for name, sig in sync.items():
+        assert list(sig.parameters) == list(aio[name].parameters), name
+
+
 def test_the_async_client_does_the_same(served: Served) -> None:
     async def go() -> None:
-        async with AsyncClient(served.url, served.keys["alice"]) as alice:
+        async with (
+            AsyncClient(served.url, served.keys["alice"]) as alice,
+            AsyncClient(served.url, served.keys["ops"]) as ops,
+        ):
             assert (await alice.me()).user_id == "alice"
-            turn = await alice.say("s-async", BOOK)
+            assert "refund" in {a.type for a in (await alice.agents()).agents}
+            session = await alice.new_session("zh")
+            assert (await alice.session(session.id)).language == "zh"
+            turn = await alice.say(session.id, BOOK)
             assert turn.task is not None
+            assert [m.role for m in (await alice.messages(session.id)).messages] == [
+                "user",
+                "assistant",
+            ]
             task = await alice.task(turn.task.id)
+            assert task.id in [t.id for t in await alice.tasks()]
             done = await alice.confirm(task.id, version=task.version)
             assert done.status == "done"
+            assert len(await alice.actions(task.id)) == 2
+            assert (await alice.history(task.id, "zh")).entries[-1].said
+            assert (await alice.state_at(task.id, 1)).stage == "confirming"
+            assert (await alice.resume(task.id)).status == "done"
+            with pytest.raises(TaskLocked):
+                await alice.cancel(task.id)
+            refund = (await alice.say(session.id, "I want a refund for ORD-10001")).task
+            assert refund is not None
+            assert (await alice.fill(refund.id, {"reason": "broken"})).slots["reason"] == "broken"
+            assert (await alice.events_token(task.id)).token.startswith("evt.")
             async for seen in alice.events(task.id):
                 assert seen.status == "done"
                 break
             with pytest.raises(NotFound):
                 await alice.task("no-such-task")
-            assert task.id in [t.id for t in await alice.tasks("done")]
+            with pytest.raises(ScopeError):
+                await alice.rerun(done.actions[0].id)
+            with pytest.raises(Conflict):
+                await ops.resolve(done.actions[0].id, "success")
+            assert (await ops.unpin(task.id, "moving it on")).version == done.version
+            assert [b.build for b in await ops.builds()] and await ops.workers()
+            added = await alice.add_memory("async-notes", [{"id": "a1", "text": "Lisbon in May"}])
+            assert added.total == 1
+            assert (await alice.memory_item("async-notes", "a1")).text == "Lisbon in May"
+            assert [h.id for h in await alice.search("async-notes", "Lisbon", mode="keyword")]
+            assert (await alice.context(task.id, budget=300)).tokens <= 300
+            assert await alice.ready() is True
 
     asyncio.run(go())
 
@@ -260,4 +315,18 @@ def test_every_endpoint_has_a_client_method(served: Served) -> None:
     ]
     covered = {f"{c.method} {unquote(c.path)}" for c in made}
     assert sorted(operations - covered) == []
-    assert issubclass(RateLimited, Exception)
+    assert sorted(covered - operations) == []  # and no call to an endpoint that is not there
+
+
+def test_too_many_requests_raise_rate_limited_with_the_wait(tmp_path: Path) -> None:
+    slow = Served(tmp_path, rate=1)
+    try:
+        with (
+            Client(slow.url, slow.keys["alice"], tries=1) as alice,
+            pytest.raises(RateLimited) as limited,
+        ):
+            for _ in range(20):
+                alice.me()
+        assert limited.value.status == 429 and limited.value.retry_after  # type: ignore[attr-defined]
+    finally:
+        slow.stop()

@@ -21,133 +21,26 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-NOW = "2026-11-29T10:00:00"  # "Dec 9" is then 2026-12-09
-WAIT_MS = 10_000  # an expectation's patience; each normally holds within a second
-
-
-def _unavailable(reason: str) -> NoReturn:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI needs the browser test to run: {reason}")
-    pytest.skip(reason)
-
-
-def _need_a_browser() -> None:
-    """Debian's Chromium and Playwright's Python package, or skip (fail under CI=true)."""
-    if not CHROMIUM.exists():
-        _unavailable(f"{CHROMIUM} is not installed (apt-get install chromium)")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError as exc:
-        _unavailable(f"playwright is not installed: {exc}")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-class Server:
-    """``relaystate serve`` as a real process on a fixed port and store, restartable;
-    ``args``: more options of ``serve`` (``--app``, ``--build``)."""
-
-    def __init__(self, workdir: Path, *args: str) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.store = f"sqlite:///{workdir / 'dash.db'}"
-        self.ledger = workdir / "ledger.db"
-        self.log = workdir / "server.log"
-        self.env = {**os.environ, "RELAYSTATE_NOW": NOW, "PYTHONUNBUFFERED": "1"}
-        self.args = list(args)
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.pids: list[int] = []
-
-    def cli(self, *args: str) -> str:
-        cmd = [sys.executable, "-m", "relaystate.cli", *args]
-        done = subprocess.run(
-            cmd, env=self.env, capture_output=True, text=True, timeout=60, check=False
-        )
-        assert done.returncode == 0, f"{cmd} failed:\n{done.stdout}\n{done.stderr}"
-        return done.stdout
-
-    def start(self) -> None:
-        cmd = [sys.executable, "-m", "relaystate.cli", "serve", "--port", str(self.port)]
-        cmd += ["--store", self.store, "--ledger", str(self.ledger), *self.args]
-        with self.log.open("ab") as log:
-            log.write(f"\n--- start {' '.join(cmd)}\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        self.pids.append(self.proc.pid)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"the server exited ({self.proc.returncode}):\n{self.output()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as answer:
-                    if answer.status == 200 and json.load(answer) == {"status": "ok"}:
-                        return
-            except (OSError, urllib.error.URLError):
-                pass
-            time.sleep(0.1)
-        pytest.fail(f"the server did not answer /healthz within 30 s:\n{self.output()}")
-
-    def stop(self) -> None:
-        """SIGTERM, as a supervisor restarting the service does; it must exit by itself."""
-        if self.proc is None:
-            return
-        proc, self.proc = self.proc, None
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            pytest.fail(
-                "the server did not exit within 15 s of SIGTERM (the dashboard holds an open "
-                f"/v1/tasks/ID/events stream):\n{self.output()}"
-            )
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
+from tests.server.browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, Server, need_a_browser, serving
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
-    srv = Server(tmp_path)
-    try:
+    with serving(tmp_path) as srv:
         yield srv
-    finally:
-        if srv.proc is not None:
-            srv.proc.kill()
-            srv.proc.wait()
 
 
 def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_path: Path) -> None:
-    _need_a_browser()
+    need_a_browser()
     from playwright.sync_api import expect, sync_playwright
 
     started = time.monotonic()
@@ -304,6 +197,13 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
             expect(first_turn).to_have_count(1)
             expect(page.locator("#memory-error")).to_be_hidden()
 
+            # The memory search left the Task's page; the browser's back button returns to it.
+            expect(task_page).to_be_hidden()
+            page.go_back()
+            expect(task_page).to_be_visible()
+            expect(task_page).to_have_attribute("data-status", "done")
+            assert "#/tasks/" in page.url, page.url
+
             # 7. The Task's Context: the prompt within a budget, and every candidate's fate.
             page.click("#context-summary")
             usage = page.locator("#context-usage")
@@ -344,7 +244,13 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
             expect(task_page).to_have_attribute("data-status", "done")
             shot("12-reloaded")
             page.set_viewport_size({"width": 390, "height": 844})
-            expect(page.locator("#chat-input")).to_be_visible()
+            # On a phone the Task's page is all there is; the header stays on one line.
+            expect(page.locator("#chat-input")).to_be_hidden()
+            header: Any = page.evaluate(
+                "(() => { const r = document.querySelector('header').getBoundingClientRect();"
+                " return r.height; })()"
+            )
+            assert header <= 60, f"the phone header is {header} px high: it wraps"
             shot("13-phone")
             # The Context and the memory search on the phone: stacked, nothing sideways.
             page.click("#context-summary")
@@ -352,7 +258,12 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
             top = "e => e.scrollIntoView({block: 'start'})"
             page.locator("#context-section").evaluate(top)
             shot("14-phone-context", full_page=False)
-            page.click("#memory-link")
+            page.click("#task-back")
+            expect(page.locator("#chat-input")).to_be_visible()
+            expect(task_page).to_be_hidden()
+            # The header keeps to one line by leaving the panel links out: the panel is below.
+            expect(page.locator("#memory-link")).to_be_hidden()
+            page.locator("#memory-query").scroll_into_view_if_needed()
             page.fill("#memory-query", "Alice Wang")
             page.click("#memory-search")
             expect(hits.filter(has_text="for Alice Wang")).to_have_count(1)
@@ -391,7 +302,7 @@ def test_operators_panel_shows_builds_and_workers_to_an_admin_key_only(tmp_path:
     """An operator's key sees the Operators panel: the server's own Build and process (it
     registers itself), the open Task pinned to that Build, kept fresh every 5 s; a user's key
     never sees it, nor asks for it."""
-    _need_a_browser()
+    need_a_browser()
     from playwright.sync_api import Route, expect, sync_playwright
 
     started = time.monotonic()
@@ -445,7 +356,9 @@ def test_operators_panel_shows_builds_and_workers_to_an_admin_key_only(tmp_path:
                 sign_in(alice["api_key"], "alice")
                 page.fill("#chat-input", "book a flight from Beijing to Shanghai")
                 page.click("#chat-send")
-                expect(page.locator("#chat-log .msg-assistant")).to_contain_text("date")
+                expect(
+                    page.locator("#chat-log .msg-assistant:not([data-greeting])")
+                ).to_contain_text("date")
                 task_id = page.locator("#task-list .task-row").first.get_attribute("data-task-id")
                 assert task_id
                 expect(panel).to_be_hidden()
@@ -538,7 +451,8 @@ def test_operators_panel_shows_builds_and_workers_to_an_admin_key_only(tmp_path:
 
                 # 6. A phone: the tables stacked, nothing sideways.
                 page.set_viewport_size({"width": 390, "height": 844})
-                page.click("#ops-link")
+                expect(page.locator("#ops-link")).to_be_hidden()  # one header line on a phone
+                page.locator("#ops-panel").evaluate("e => e.scrollIntoView({block: 'start'})")
                 expect(b1).to_be_in_viewport()
                 wide: Any = page.evaluate("document.documentElement.scrollWidth")
                 assert wide <= 390, f"the page is {wide} px wide on a 390 px phone"
@@ -568,7 +482,7 @@ def test_a_turn_whose_answer_is_lost_is_sent_again_with_its_key(server: Server) 
     """The first answer to a turn is cut off after the server committed it (the browser
     sees a reset connection): the page sends the turn again with the same Idempotency-Key and
     shows the one reply the server committed; the session holds the words once."""
-    _need_a_browser()
+    need_a_browser()
     from playwright.sync_api import Route, expect, sync_playwright
 
     key = json.loads(server.cli("users", "create", "alice", "--json", "--store", server.store))
@@ -599,7 +513,7 @@ def test_a_turn_whose_answer_is_lost_is_sent_again_with_its_key(server: Server) 
             expect(page.locator("#user-id")).to_have_text("alice")
             page.fill("#chat-input", "book a flight from Beijing to Shanghai")
             page.click("#chat-send")
-            expect(page.locator("#chat-log .msg-assistant")).to_have_count(1)
+            expect(page.locator("#chat-log .msg-assistant:not([data-greeting])")).to_have_count(1)
             expect(page.locator("#chat-log .msg-assistant").last).to_contain_text("date")
             expect(page.locator("#chat-log .msg-error")).to_have_count(0)
             session_id = page.locator("#session-id").inner_text()

@@ -23,6 +23,8 @@ FREE_JSON = {
     "ranks",
     "titles",
     "statuses",
+    "action_statuses",
+    "stages",
 }
 """Fields whose values are chosen by users or templates: maps or plain JSON by design."""
 

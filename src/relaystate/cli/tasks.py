@@ -178,19 +178,21 @@ def history(ns: argparse.Namespace) -> None:
     from ..runtime.views import history_view
 
     opts = Options.parse(ns)
+    from ..runtime.narrate import narrate, task_type
+
     with opts.runtime(create=False) as rt:
         scope = scope_for(ns.user)
         task_id = rt.task_id(scope, ns.task_id)
         baseline, entries = rt.history(scope, task_id)
+        labels = rt.labels(task_type(baseline, entries))
     if opts.as_json:
-        opts.emit(history_view(baseline, entries))
+        opts.emit(history_view(baseline, entries, labels))
         return
     from rich.console import Console
 
     from ..render import history_table
-    from ..runtime.narrate import narrate
 
-    told = narrate(baseline, entries)
+    told = narrate(baseline, entries, labels)
     Console().print(history_table(task_id, baseline, entries, [t.said for t in told]))
 
 

@@ -65,10 +65,10 @@ class AsyncClient:
         raise AssertionError("unreachable")  # pragma: no cover
 
     # -- the caller, agents, sessions and turns -----------------------------------------------
-    async def me(self) -> calls.Me:
+    async def me(self) -> schemas.Me:
         return await self.run(calls.me())
 
-    async def agents(self) -> calls.Agents:
+    async def agents(self) -> schemas.Agents:
         return await self.run(calls.agents())
 
     async def new_session(self, language: str | None = None) -> schemas.Session:
@@ -79,7 +79,7 @@ class AsyncClient:
 
     async def messages(
         self, session_id: str, *, limit: int = 50, before: int | None = None
-    ) -> calls.Messages:
+    ) -> schemas.Messages:
         return await self.run(calls.messages(session_id, limit=limit, before=before))
 
     async def say(
@@ -107,8 +107,9 @@ class AsyncClient:
     async def actions(self, task_id: str) -> list[schemas.Action]:
         return await self.run(calls.actions(task_id))
 
-    async def history(self, task_id: str) -> calls.History:
-        return await self.run(calls.history(task_id))
+    async def history(self, task_id: str, language: str = "en") -> schemas.History:
+        """The Task's journal; each entry's ``said`` in ``language`` (en or zh)."""
+        return await self.run(calls.history(task_id, language))
 
     async def state_at(self, task_id: str, version: int) -> schemas.TaskWithActions:
         return await self.run(calls.state_at(task_id, version))
@@ -138,7 +139,7 @@ class AsyncClient:
     async def rerun(self, action_id: str) -> schemas.TaskWithActions:
         return await self.run(calls.rerun(action_id))
 
-    async def events_token(self, task_id: str) -> calls.EventsToken:
+    async def events_token(self, task_id: str) -> schemas.EventsToken:
         return await self.run(calls.events_token(task_id))
 
     async def events(self, task_id: str) -> AsyncIterator[schemas.TaskWithActions]:
@@ -155,7 +156,7 @@ class AsyncClient:
                     yield call.read(found[1])
 
     # -- memory --------------------------------------------------------------------------------
-    async def add_memory(self, namespace: str, items: Sequence[Mapping[str, Any]]) -> calls.Added:
+    async def add_memory(self, namespace: str, items: Sequence[Mapping[str, Any]]) -> schemas.Added:
         return await self.run(calls.add_memory(namespace, items))
 
     async def memory_item(self, namespace: str, item_id: str) -> schemas.MemoryItem:
@@ -193,7 +194,7 @@ class AsyncClient:
         q: str | None = None,
         budget: int | None = None,
         window: int | None = None,
-    ) -> calls.Context:
+    ) -> schemas.Context:
         return await self.run(calls.context(task_id, q=q, budget=budget, window=window))
 
     # -- operators and health ------------------------------------------------------------------

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from ..server import schemas
 
@@ -45,54 +45,15 @@ def _list(name: str, model: type[BaseModel]) -> Callable[[Any], Any]:
     return lambda body: [model.model_validate(item) for item in body[name]]
 
 
-class Me(BaseModel):
-    user_id: str
-    admin: bool
-    key_id: str
-
-
-class Agents(BaseModel):
-    agents: list[schemas.Agent]
-    statuses: dict[str, dict[str, str]]
-
-
-class Messages(BaseModel):
-    messages: list[schemas.Message]
-    next_before: int | None = Field(description="before= for the page before this one")
-
-
-class History(BaseModel):
-    baseline: schemas.Snapshot | None
-    entries: list[schemas.JournalEntry]
-
-
-class EventsToken(BaseModel):
-    token: str
-    expires_at: str
-
-
-class Added(BaseModel):
-    added: int
-    total: int
-
-
-class Context(BaseModel):
-    query: str
-    prompt: str
-    tokens: int
-    budget: int
-    explanation: list[schemas.Kept]
-
-
 # -- the caller, agents, sessions and turns ---------------------------------------------------
 
 
-def me() -> Call[Me]:
-    return Call("GET", "/v1/me", Me.model_validate, again=True)
+def me() -> Call[schemas.Me]:
+    return Call("GET", "/v1/me", schemas.Me.model_validate, again=True)
 
 
-def agents() -> Call[Agents]:
-    return Call("GET", "/v1/agents", Agents.model_validate, again=True)
+def agents() -> Call[schemas.Agents]:
+    return Call("GET", "/v1/agents", schemas.Agents.model_validate, again=True)
 
 
 def new_session(language: str | None = None) -> Call[schemas.Session]:
@@ -105,10 +66,12 @@ def session(session_id: str) -> Call[schemas.Session]:
     return Call("GET", path, _field("session", schemas.Session), again=True)
 
 
-def messages(session_id: str, *, limit: int = 50, before: int | None = None) -> Call[Messages]:
+def messages(
+    session_id: str, *, limit: int = 50, before: int | None = None
+) -> Call[schemas.Messages]:
     params = {"limit": limit, **({"before": before} if before is not None else {})}
     path = f"/v1/sessions/{_id(session_id)}/messages"
-    return Call("GET", path, Messages.model_validate, params=params, again=True)
+    return Call("GET", path, schemas.Messages.model_validate, params=params, again=True)
 
 
 def say(
@@ -152,9 +115,10 @@ def actions(task_id: str) -> Call[list[schemas.Action]]:
     return Call("GET", path, _list("actions", schemas.Action), again=True)
 
 
-def history(task_id: str) -> Call[History]:
+def history(task_id: str, language: str = "en") -> Call[schemas.History]:
     path = f"/v1/tasks/{_id(task_id)}/history"
-    return Call("GET", path, History.model_validate, again=True)
+    params = {"language": language}
+    return Call("GET", path, schemas.History.model_validate, params=params, again=True)
 
 
 def state_at(task_id: str, version: int) -> Call[schemas.TaskWithActions]:
@@ -203,9 +167,9 @@ def rerun(action_id: str) -> Call[schemas.TaskWithActions]:
     return Call("POST", path, _field("task", schemas.TaskWithActions))
 
 
-def events_token(task_id: str) -> Call[EventsToken]:
+def events_token(task_id: str) -> Call[schemas.EventsToken]:
     path = f"/v1/tasks/{_id(task_id)}/events/token"
-    return Call("POST", path, EventsToken.model_validate)
+    return Call("POST", path, schemas.EventsToken.model_validate)
 
 
 def events(task_id: str) -> Call[schemas.TaskWithActions]:
@@ -217,9 +181,11 @@ def events(task_id: str) -> Call[schemas.TaskWithActions]:
 # -- memory ------------------------------------------------------------------------------------
 
 
-def add_memory(namespace: str, items: Sequence[Mapping[str, Any]]) -> Call[Added]:
+def add_memory(namespace: str, items: Sequence[Mapping[str, Any]]) -> Call[schemas.Added]:
     path = f"/v1/memory/{_id(namespace)}/items"
-    return Call("POST", path, Added.model_validate, body={"items": [dict(i) for i in items]})
+    return Call(
+        "POST", path, schemas.Added.model_validate, body={"items": [dict(i) for i in items]}
+    )
 
 
 def memory_item(namespace: str, item_id: str) -> Call[schemas.MemoryItem]:
@@ -253,11 +219,11 @@ def search(
 
 def context(
     task_id: str, *, q: str | None = None, budget: int | None = None, window: int | None = None
-) -> Call[Context]:
+) -> Call[schemas.Context]:
     given = {"q": q, "budget": budget, "window": window}
     params = {k: v for k, v in given.items() if v is not None}
     path = f"/v1/tasks/{_id(task_id)}/context"
-    return Call("GET", path, Context.model_validate, params=params, again=True)
+    return Call("GET", path, schemas.Context.model_validate, params=params, again=True)
 
 
 # -- operators and health ----------------------------------------------------------------------

@@ -66,10 +66,10 @@ class Client:
         raise AssertionError("unreachable")  # pragma: no cover
 
     # -- the caller, agents, sessions and turns -----------------------------------------------
-    def me(self) -> calls.Me:
+    def me(self) -> schemas.Me:
         return self.run(calls.me())
 
-    def agents(self) -> calls.Agents:
+    def agents(self) -> schemas.Agents:
         return self.run(calls.agents())
 
     def new_session(self, language: str | None = None) -> schemas.Session:
@@ -80,7 +80,7 @@ class Client:
 
     def messages(
         self, session_id: str, *, limit: int = 50, before: int | None = None
-    ) -> calls.Messages:
+    ) -> schemas.Messages:
         return self.run(calls.messages(session_id, limit=limit, before=before))
 
     def say(
@@ -106,8 +106,9 @@ class Client:
     def actions(self, task_id: str) -> list[schemas.Action]:
         return self.run(calls.actions(task_id))
 
-    def history(self, task_id: str) -> calls.History:
-        return self.run(calls.history(task_id))
+    def history(self, task_id: str, language: str = "en") -> schemas.History:
+        """The Task's journal; each entry's ``said`` in ``language`` (en or zh)."""
+        return self.run(calls.history(task_id, language))
 
     def state_at(self, task_id: str, version: int) -> schemas.TaskWithActions:
         return self.run(calls.state_at(task_id, version))
@@ -137,7 +138,7 @@ class Client:
     def rerun(self, action_id: str) -> schemas.TaskWithActions:
         return self.run(calls.rerun(action_id))
 
-    def events_token(self, task_id: str) -> calls.EventsToken:
+    def events_token(self, task_id: str) -> schemas.EventsToken:
         return self.run(calls.events_token(task_id))
 
     def events(self, task_id: str) -> Iterator[schemas.TaskWithActions]:
@@ -154,7 +155,7 @@ class Client:
                     yield call.read(found[1])
 
     # -- memory --------------------------------------------------------------------------------
-    def add_memory(self, namespace: str, items: Sequence[Mapping[str, Any]]) -> calls.Added:
+    def add_memory(self, namespace: str, items: Sequence[Mapping[str, Any]]) -> schemas.Added:
         return self.run(calls.add_memory(namespace, items))
 
     def memory_item(self, namespace: str, item_id: str) -> schemas.MemoryItem:
@@ -192,7 +193,7 @@ class Client:
         q: str | None = None,
         budget: int | None = None,
         window: int | None = None,
-    ) -> calls.Context:
+    ) -> schemas.Context:
         return self.run(calls.context(task_id, q=q, budget=budget, window=window))
 
     # -- operators and health ------------------------------------------------------------------

@@ -169,11 +169,11 @@ def after_sales(ledger: Ledger, *, today: date | None = None) -> TaskTemplate:
             ),
         ],
         stages=[
-            Stage("collecting", exit=all_required_slots),
-            Stage("diagnosing", actions=["diagnose", "check_warranty"]),
-            Stage("confirming", exit=user_confirmed),
-            Stage("executing", actions=["open_service_order"]),
-            Stage("done"),
+            Stage("collecting", exit=all_required_slots, labels={"zh": "收集信息"}),
+            Stage("diagnosing", actions=["diagnose", "check_warranty"], labels={"zh": "诊断中"}),
+            Stage("confirming", exit=user_confirmed, labels={"zh": "待确认"}),
+            Stage("executing", actions=["open_service_order"], labels={"zh": "办理中"}),
+            Stage("done", labels={"zh": "已完成"}),
         ],
     )
 

@@ -97,10 +97,10 @@ def flight_booking(ledger: Ledger, *, version: int = 1) -> TaskTemplate:
             *(seat if version >= 2 else []),
         ],
         stages=[
-            Stage("collecting", exit=all_required_slots),
-            Stage("confirming", exit=user_confirmed),
-            Stage("executing", actions=["search_flights", "create_order"]),
-            Stage("done"),
+            Stage("collecting", exit=all_required_slots, labels={"zh": "收集信息"}),
+            Stage("confirming", exit=user_confirmed, labels={"zh": "待确认"}),
+            Stage("executing", actions=["search_flights", "create_order"], labels={"zh": "办理中"}),
+            Stage("done", labels={"zh": "已完成"}),
         ],
     )
 

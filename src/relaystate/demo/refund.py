@@ -98,11 +98,11 @@ def refund(ledger: Ledger) -> TaskTemplate:
             ),
         ],
         stages=[
-            Stage("collecting", exit=all_required_slots),
-            Stage("checking", actions=["lookup_order"]),
-            Stage("confirming", exit=user_confirmed),
-            Stage("executing", actions=["submit_refund"]),
-            Stage("done"),
+            Stage("collecting", exit=all_required_slots, labels={"zh": "收集信息"}),
+            Stage("checking", actions=["lookup_order"], labels={"zh": "核对中"}),
+            Stage("confirming", exit=user_confirmed, labels={"zh": "待确认"}),
+            Stage("executing", actions=["submit_refund"], labels={"zh": "办理中"}),
+            Stage("done", labels={"zh": "已完成"}),
         ],
     )
 

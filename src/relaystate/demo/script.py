@@ -30,7 +30,7 @@ from rich.panel import Panel
 
 from ..model import TaskStatus
 from ..render import history_table, print_state
-from ..runtime.narrate import narrate
+from ..runtime.narrate import narrate, task_type
 from ..runtime.runtime import Runtime
 from ..scope import Scope
 from ..store import open_store
@@ -123,7 +123,8 @@ def run_demo(workdir: Path, out: Console, *, store: str | None = None) -> dict[s
     _scene(out, "5. The journal", "Every change, why and by whom; any version can be replayed.")
     with runtime() as rt:
         baseline, entries = rt.history(alice, task_id)
-        told = [t.said for t in narrate(baseline, entries)]
+        labels = rt.labels(task_type(baseline, entries))
+        told = [t.said for t in narrate(baseline, entries, labels)]
         out.print(history_table(task_id, baseline, entries, told))
         confirmed = next(e.version for e in entries if e.reason == "user confirmed")
         then = rt.replay(alice, task_id, confirmed)

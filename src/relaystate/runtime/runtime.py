@@ -58,6 +58,7 @@ from ..task.edits import (
     reason_for,
     validated,
 )
+from ..task.labels import Labels
 from ..task.machine import first_stage
 from ..task.next_step import NextStep
 from ..task.templates import TaskTemplate
@@ -714,6 +715,11 @@ class Runtime:
         baseline = self.stores.tasks.baseline(task_id, scope)
         after = baseline.version if baseline else 0
         return baseline, self.stores.tasks.journal(task_id, scope, after_version=after)
+
+    def labels(self, task_type: str | None, language: str = "en") -> Labels:
+        """What to call a Task type's slots, stages and statuses in ``language`` (its
+        template's words if this build runs that type)."""
+        return Labels(language, self.templates.get(task_type or ""))
 
     def replay(self, scope: Scope, task_id: str, upto: int | datetime | None = None) -> TaskState:
         """The task and its actions as they were at version (or time) ``upto``."""

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ..model import Action, JournalEntry, Snapshot, Task, TaskState, WorkerStatus, to_iso
+from ..task.labels import Labels
 from .narrate import narrate
 from .upgrades import BuildStatus
 
@@ -105,11 +106,13 @@ def build_view(build: BuildStatus) -> JSON:
     }
 
 
-def history_view(baseline: Snapshot | None, entries: Sequence[JournalEntry]) -> JSON:
+def history_view(
+    baseline: Snapshot | None, entries: Sequence[JournalEntry], labels: Labels | None = None
+) -> JSON:
     """A task's journal: the baseline it was compacted into (if any) and the entries after,
-    each with what it changed in people's words (``said``) and the bookkeeping it changed
-    too, beside the full ``changes``."""
-    told = narrate(baseline, entries)
+    each with what it changed in people's words (``said``, named by ``labels``) and the
+    bookkeeping it changed too, beside the full ``changes``."""
+    told = narrate(baseline, entries, labels)
     return {
         "baseline": None if baseline is None else baseline.to_dict(),
         "entries": [

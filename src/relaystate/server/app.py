@@ -19,7 +19,6 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from fastapi_offline import FastAPIOffline
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..conversation import Conversation
@@ -28,7 +27,7 @@ from ..memory.embed import Embedder
 from ..memory.recorder import MemoryLayers, Recorder
 from ..runtime.runtime import Runtime
 from ..scope import Scope
-from . import errors, events, fleet, memory, openapi, routes
+from . import apidocs, errors, events, fleet, memory, openapi, routes
 from .limits import BodyLimit, RateLimiter, Receive, Send
 from .limits import Scope as AsgiScope
 from .metrics import Metrics
@@ -67,8 +66,9 @@ def create_app(
         yield
         state.close()
 
-    app = FastAPIOffline(  # /docs and /redoc with their assets served here, not from a CDN
-        static_url="/docs-assets",
+    app = FastAPI(
+        docs_url=None,  # apidocs serves them, from assets of its own
+        redoc_url=None,
         title="relaystate",
         version="1",
         summary="Durable Sessions, Tasks and Actions: resume any multi-step task where it stopped.",
@@ -78,6 +78,7 @@ def create_app(
     app.state.store_url = runtime.stores.url
     errors.install(app)
     openapi.install(app)
+    apidocs.install(app)
     app.include_router(routes.router)
     app.include_router(events.router)
     app.include_router(memory.router)

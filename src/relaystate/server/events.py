@@ -27,10 +27,10 @@ import anyio
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
-from pydantic import BaseModel, Field
 
 from ..model import ApiKey
 from ..runtime.views import state_view, to_json
+from . import schemas
 from .errors import BY_ID, EVERY_CALL, ApiError
 from .routes import Caller, Id, Who, admitted, authorise, bearer, server
 
@@ -42,11 +42,6 @@ KEEPALIVE = 15.0
 
 TOKEN_SECONDS = 60
 """How long an events token may be used to open its stream."""
-
-
-class EventsToken(BaseModel):
-    token: str = Field(description="Put it in the events URL: ?token=...")
-    expires_at: str = Field(description="Until when it opens the stream (ISO 8601)")
 
 
 def _caller(
@@ -80,14 +75,14 @@ def _caller(
     return found
 
 
-@router.post("/tasks/{task_id}/events/token", response_model=EventsToken, responses=BY_ID)
-def events_token(request: Request, who: Who, task_id: Id) -> EventsToken:
+@router.post("/tasks/{task_id}/events/token", response_model=schemas.EventsToken, responses=BY_ID)
+def events_token(request: Request, who: Who, task_id: Id) -> schemas.EventsToken:
     """A token that opens this Task's event stream for the next minute (for EventSource,
     which cannot send the Authorization header)."""
     rt = server(request).runtime
     rt.task(who.reads, task_id)  # 404 for a Task the key cannot see
     until = int(time.time()) + TOKEN_SECONDS
-    return EventsToken(
+    return schemas.EventsToken(
         token=_token(who.key, task_id, until),
         expires_at=datetime.fromtimestamp(until, UTC).isoformat(),
     )

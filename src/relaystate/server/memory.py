@@ -55,11 +55,6 @@ class ItemsIn(BaseModel):
     items: list[ItemIn] = Field(min_length=1, max_length=MAX_ITEMS)
 
 
-class Added(BaseModel):
-    added: int = Field(description="Items added or replaced")
-    total: int = Field(description="Items the namespace holds now")
-
-
 class ItemOut(BaseModel):
     item: schemas.MemoryItem
 
@@ -75,8 +70,8 @@ def memory_of(request: Request) -> LongTermMemory:
     return found
 
 
-@router.post("/{namespace}/items", response_model=Added, responses=WRITES)
-def add_items(request: Request, who: Who, namespace: Id, body: ItemsIn) -> Added:
+@router.post("/{namespace}/items", response_model=schemas.Added, responses=WRITES)
+def add_items(request: Request, who: Who, namespace: Id, body: ItemsIn) -> schemas.Added:
     """Add or replace items (by id); their vectors are made in the background."""
     memory = memory_of(request)
     items = [
@@ -85,7 +80,7 @@ def add_items(request: Request, who: Who, namespace: Id, body: ItemsIn) -> Added
     ]
     added = memory.add(who.acts, namespace, items)
     server(request).embed_later(who.acts, namespace)
-    return Added(added=added, total=memory.count(who.acts, namespace))
+    return schemas.Added(added=added, total=memory.count(who.acts, namespace))
 
 
 @router.get("/{namespace}/items/{item_id}", response_model=ItemOut, responses=BY_ID)
@@ -128,18 +123,10 @@ def search(
     )
 
 
-class ContextOut(BaseModel):
-    query: str = Field(description="What the context was built for")
-    prompt: str = Field(description="The context, as a model would get it")
-    tokens: int = Field(description="Its size in tokens")
-    budget: int = Field(description="The most tokens it could have")
-    explanation: list[schemas.Kept] = Field(description="Every candidate, kept or dropped")
-
-
 tasks = APIRouter(prefix="/v1/tasks", responses=EVERY_CALL, tags=["memory"])
 
 
-@tasks.get("/{task_id}/context", response_model=ContextOut, responses=BY_ID)
+@tasks.get("/{task_id}/context", response_model=schemas.Context, responses=BY_ID)
 def task_context(
     request: Request,
     who: Who,
@@ -154,7 +141,7 @@ def task_context(
     ] = None,
     budget: Annotated[int | None, Query(ge=16, le=1_000_000, description="Tokens")] = None,
     window: Annotated[int | None, Query(ge=64, le=2_000_000, description="Model window")] = None,
-) -> ContextOut:
+) -> schemas.Context:
     """The prompt the task's next turn would get from memory, within ``budget`` tokens (or,
     without one, 80% of ``window``, default 8192), and why each candidate was kept or
     dropped."""
@@ -171,7 +158,7 @@ def task_context(
         budget=budget,
     )
     ctx = found.context
-    return ContextOut(
+    return schemas.Context(
         query=found.query,
         prompt=ctx.prompt,
         tokens=ctx.tokens,

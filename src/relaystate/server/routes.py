@@ -16,8 +16,10 @@ from ..errors import NotFound
 from ..inputs import DEFAULT_MAX_TEXT, ID_PATTERN, MAX_ID, REQUEST_KEY, TEXT_PATTERN
 from ..memory.recorder import CONVERSATION
 from ..model import OPEN_TASK_STATUSES, ApiKey, TaskState, TaskStatus
+from ..runtime.narrate import task_type
 from ..runtime.views import action_view, history_view, state_view, task_view
 from ..scope import Scope
+from ..task.labels import ACTION_STATUSES, LANGUAGES, TASK_STATUSES
 from . import api_keys as keys
 from . import schemas
 from .errors import BY_ID, EVERY_CALL, OPERATORS, REPLAYS, WRITES, ApiError
@@ -148,21 +150,8 @@ class Unpinning(_Body):
     ]
 
 
-class Me(BaseModel):
-    user_id: str = Field(description="The key's user")
-    admin: bool = Field(description="Whether it is an operator's key")
-    key_id: str = Field(description="The key's public id")
-
-
 class SessionOut(BaseModel):
     session: schemas.Session
-
-
-class MessagesOut(BaseModel):
-    messages: list[schemas.Message] = Field(description="The messages, oldest first")
-    next_before: int | None = Field(
-        description="Pass as before= for the messages before these (null: none are left)"
-    )
 
 
 class TurnOut(BaseModel):
@@ -179,20 +168,6 @@ class TaskOut(BaseModel):
 
 class ActionsOut(BaseModel):
     actions: list[schemas.Action] = Field(description="The Task's Actions, in seq order")
-
-
-class HistoryOut(BaseModel):
-    baseline: schemas.Snapshot | None = Field(
-        description="The baseline older entries were folded into, if any"
-    )
-    entries: list[schemas.JournalEntry] = Field(description="The journal, oldest first")
-
-
-class AgentsOut(BaseModel):
-    agents: list[schemas.Agent] = Field(description="The task types this server runs")
-    statuses: dict[str, dict[str, str]] = Field(
-        description="Language -> Task status -> what to call it"
-    )
 
 
 Limit = Annotated[int, Query(ge=1, le=1000)]
@@ -212,13 +187,13 @@ def _task(state: TaskState) -> schemas.TaskWithActions:
     return schemas.TaskWithActions.model_validate(state_view(state))
 
 
-@router.get("/me", response_model=Me)
-def me(who: Who) -> Me:
-    return Me(user_id=who.key.user_id, admin=who.key.admin, key_id=who.key.id)
+@router.get("/me", response_model=schemas.Me)
+def me(who: Who) -> schemas.Me:
+    return schemas.Me(user_id=who.key.user_id, admin=who.key.admin, key_id=who.key.id)
 
 
-@router.get("/agents", response_model=AgentsOut)
-def agents(request: Request, who: Who) -> AgentsOut:
+@router.get("/agents", response_model=schemas.Agents)
+def agents(request: Request, who: Who) -> schemas.Agents:
     """The task types this server runs, and what to call them and their slots, per language
     (for a greeting that says what the agents can do, and labels instead of identifiers)."""
     found = [
@@ -227,34 +202,11 @@ def agents(request: Request, who: Who) -> AgentsOut:
             version=t.version,
             titles={lang: t.title(lang) for lang in LANGUAGES},
             slots={s.name: {lang: s.label(lang) for lang in LANGUAGES} for s in t.slots},
+            stages={s.name: {lang: s.label(lang) for lang in LANGUAGES} for s in t.stages},
         )
         for t in server(request).runtime.templates.values()
     ]
-    return AgentsOut(agents=found, statuses=STATUS_WORDS)
-
-
-LANGUAGES = ("en", "zh")
-STATUS_WORDS = {
-    "en": {
-        "pending": "pending",
-        "running": "in progress",
-        "waiting_user": "waiting for you",
-        "needs_attention": "needs attention",
-        "done": "done",
-        "failed": "failed",
-        "cancelled": "cancelled",
-    },
-    "zh": {
-        "pending": "待处理",
-        "running": "办理中",
-        "waiting_user": "等待您",
-        "needs_attention": "需人工处理",
-        "done": "已完成",
-        "failed": "失败",
-        "cancelled": "已取消",
-    },
-}
-"""What to call a Task's status, per language."""
+    return schemas.Agents(agents=found, statuses=TASK_STATUSES, action_statuses=ACTION_STATUSES)
 
 
 @router.post("/sessions", status_code=201, response_model=SessionOut, responses=WRITES)
@@ -271,19 +223,19 @@ def get_session(request: Request, who: Who, session_id: Id) -> SessionOut:
     return SessionOut(session=schemas.Session.model_validate(found.to_dict()))
 
 
-@router.get("/sessions/{session_id}/messages", response_model=MessagesOut, responses=BY_ID)
+@router.get("/sessions/{session_id}/messages", response_model=schemas.Messages, responses=BY_ID)
 def get_messages(
     request: Request,
     who: Who,
     session_id: Id,
     limit: Limit = 50,
     before: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
-) -> MessagesOut:
+) -> schemas.Messages:
     rt = server(request).runtime
     rt.session(who.reads, session_id)  # 404 for an unknown or another user's session
     found = rt.messages(who.reads, session_id, limit=limit, before=before)
     first = found[0].id if found else None
-    return MessagesOut(
+    return schemas.Messages(
         messages=[schemas.Message.model_validate(m.to_dict()) for m in found],
         next_before=first if first is not None and first > 1 and len(found) == limit else None,
     )
@@ -360,10 +312,18 @@ def get_actions(request: Request, who: Who, task_id: Id) -> ActionsOut:
     )
 
 
-@router.get("/tasks/{task_id}/history", response_model=HistoryOut, responses=BY_ID | REPLAYS)
-def get_history(request: Request, who: Who, task_id: Id) -> HistoryOut:
-    baseline, entries = server(request).runtime.history(who.reads, task_id)
-    return HistoryOut.model_validate(history_view(baseline, entries))
+@router.get("/tasks/{task_id}/history", response_model=schemas.History, responses=BY_ID | REPLAYS)
+def get_history(
+    request: Request,
+    who: Who,
+    task_id: Id,
+    language: Annotated[Language, Query(description="The language of each entry's `said`")] = "en",
+) -> schemas.History:
+    """The Task's journal, each entry with what it changed in people's words first."""
+    runtime = server(request).runtime
+    baseline, entries = runtime.history(who.reads, task_id)
+    labels = runtime.labels(task_type(baseline, entries), language)
+    return schemas.History.model_validate(history_view(baseline, entries, labels))
 
 
 @router.get("/tasks/{task_id}/state", response_model=TaskOut, responses=BY_ID | REPLAYS)

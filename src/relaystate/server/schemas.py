@@ -236,3 +236,69 @@ class Agent(Record):
     slots: dict[str, dict[str, str]] = Field(
         description="Slot name -> language -> what to call the slot"
     )
+    stages: dict[str, dict[str, str]] = Field(
+        description="Stage name -> language -> what to call the stage"
+    )
+
+
+# -- the answers that are not a single record ------------------------------------------------
+class Me(Record):
+    """Who an API key acts as."""
+
+    user_id: str = Field(description="The key's user")
+    admin: bool = Field(description="Whether it is an operator's key")
+    key_id: str = Field(description="The key's public id")
+
+
+class Agents(Record):
+    """What the server runs, and what to call it."""
+
+    agents: list[Agent] = Field(description="The task types this server runs")
+    statuses: dict[str, dict[str, str]] = Field(
+        description="Language -> Task status -> what to call it"
+    )
+    action_statuses: dict[str, dict[str, str]] = Field(
+        description="Language -> Action status -> what to call it"
+    )
+
+
+class Messages(Record):
+    """One page of a Session's messages."""
+
+    messages: list[Message] = Field(description="The messages, oldest first")
+    next_before: int | None = Field(
+        description="Pass as before= for the messages before these (null: none are left)"
+    )
+
+
+class History(Record):
+    """A Task's journal: a baseline (if compacted) and the entries after it."""
+
+    baseline: Snapshot | None = Field(
+        description="The baseline older entries were folded into, if any"
+    )
+    entries: list[JournalEntry] = Field(description="The journal, oldest first")
+
+
+class EventsToken(Record):
+    """A short-lived token that opens one Task's events stream."""
+
+    token: str = Field(description="Put it in the events URL: ?token=...")
+    expires_at: str = Field(description="Until when it opens the stream (ISO 8601)")
+
+
+class Added(Record):
+    """What adding memory items did."""
+
+    added: int = Field(description="Items added or replaced")
+    total: int = Field(description="Items the namespace holds now")
+
+
+class Context(Record):
+    """A Task's context within a token budget, and why each candidate was kept."""
+
+    query: str = Field(description="What the context was built for")
+    prompt: str = Field(description="The context, as a model would get it")
+    tokens: int = Field(description="Its size in tokens")
+    budget: int = Field(description="The most tokens it could have")
+    explanation: list[Kept] = Field(description="Every candidate, kept or dropped")

@@ -254,6 +254,12 @@ class Stage:
     actions: Sequence[str] = ()
     exit: Condition | None = None
     entry: Condition | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """What to call this stage on the dashboard, per language (``{"zh": "确认中"}``)."""
+
+    def label(self, language: str = "en") -> str:
+        """This stage's name for people, in ``language`` if declared."""
+        return self.labels.get(language) or self.labels.get("en") or self.name.replace("_", " ")
 
 
 class TaskTemplate:

@@ -24,6 +24,14 @@ const WORDS = {
     noSlots: "no slots filled", confirm: "Confirm", decline: "Decline", resume: "Resume",
     cancel: "Cancel", progress: "progress", version: "version", goal: "goal",
     createdUpdated: "created / updated", status: "status", id: "id",
+    atVersion: "At version {v}: ", actionCount: "{n} Action(s)", action: "Action",
+    attempts: "Attempts", idempotencyKey: "Idempotency key", output: "Output",
+    live: "live", offline: "offline", retrying: "offline, retrying…", connecting: "connecting…",
+    reconnecting: "reconnecting…", replayAt: "Replay at journal version", of: "{a} of {b}",
+    contextHint: "the prompt the next turn gets from memory, and why",
+    history: "History", language: "Language", session: "Session", conversation: "Conversation", message: "Message",
+    signIn: "Sign in", apiKey: "API key",
+    checks: "(+{n} checks)", programmingError: "An error in the Action's own code (not retried): ",
   },
   zh: {
     memorySearch: "记忆搜索", operators: "运维", signedInAs: "当前用户", signOut: "退出",
@@ -36,7 +44,15 @@ const WORDS = {
     bookkeeping: "内部字段与全部改动（{n}）", showAll: "展开全部", showLess: "收起",
     noSlots: "还没有填写信息", confirm: "确认", decline: "不对", resume: "继续", cancel: "取消",
     progress: "进度", version: "版本", goal: "目标", createdUpdated: "创建 / 更新", status: "状态",
-    id: "编号",
+    id: "编号", atVersion: "版本 {v}：", actionCount: "{n} 个操作", action: "操作",
+    live: "实时", offline: "离线", retrying: "离线，正在重试…", connecting: "连接中…",
+    reconnecting: "重新连接中…", replayAt: "回放日志版本", of: "{a} / {b}",
+    contextHint: "下一轮对话从记忆中取得的提示，以及取舍原因",
+    history: "历史", language: "语言", session: "会话", conversation: "对话记录", message: "消息", signIn: "登录",
+    apiKey: "API 密钥",
+    keyHint: "用 relaystate users create NAME 创建密钥；relaystate serve 会为用户 demo 打印一个。密钥只保存在本浏览器（localStorage）。",
+    attempts: "尝试次数", idempotencyKey: "幂等键", output: "输出", checks: "（另核对 {n} 次）",
+    programmingError: "操作自身代码出错（不会重试）：",
   },
 };
 
@@ -227,9 +243,21 @@ function slotLabel(type, name) {
   return (labels && labels[state.lang]) || String(name).replaceAll("_", " ");
 }
 
+function stageLabel(type, name) {
+  const agent = agentOf(type);
+  const labels = agent && agent.stages && agent.stages[name];
+  return (labels && labels[state.lang]) || String(name).replaceAll("_", " ");
+}
+
 function statusLabel(status) {
   const words = state.agents && state.agents.statuses && state.agents.statuses[state.lang];
   return (words && words[status]) || String(status).replaceAll("_", " ");
+}
+
+function actionBadge(status) {
+  const words = state.agents && state.agents.action_statuses && state.agents.action_statuses[state.lang];
+  const label = (words && words[status]) || String(status).replaceAll("_", " ");
+  return h("span", { class: `badge status-${status}`, dataset: { status } }, label);
 }
 
 function badge(status) {
@@ -266,6 +294,15 @@ function applyLanguage() {
   document.documentElement.lang = state.lang === "zh" ? "zh-CN" : "en";
   $("#lang").value = state.lang;
   for (const el of document.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
+  for (const el of document.querySelectorAll("[data-i18n-label]")) {
+    el.setAttribute("aria-label", t(el.dataset.i18nLabel));
+  }
+  // A hint with code in it: its English is the page's own markup, kept for going back.
+  for (const el of document.querySelectorAll("[data-i18n-hint]")) {
+    if (!el.dataset.en) el.dataset.en = el.innerHTML;
+    if (state.lang === "en") el.innerHTML = el.dataset.en;
+    else el.textContent = t(el.dataset.i18nHint);
+  }
   for (const el of document.querySelectorAll("[data-i18n-placeholder]")) {
     el.placeholder = t(el.dataset.i18nPlaceholder);
   }
@@ -277,7 +314,10 @@ function setLanguage(lang) {
   applyLanguage();
   renderTasks();
   greet();
-  if (state.task) showTask(state.task);
+  if (state.task) {
+    showTask(state.task);
+    refreshTask(); // the journal's sentences come from the server in its language
+  }
 }
 
 // The empty chat says what the agents can do, in the dashboard's language.
@@ -448,9 +488,11 @@ function renderTasks() {
         "button",
         { type: "button", class: "task-open", onclick: () => openTask(task.id) },
         h("span", { class: "task-type" }, title(task.type)),
-        state.me && state.me.admin ? h("span", { class: "owner", dataset: { owner: task.user_id } }, task.user_id) : null,
+        state.me && state.me.admin
+          ? h("span", { class: "owner", dataset: { owner: task.user_id } }, `${t("user")}: ${task.user_id}`)
+          : null,
         badge(task.status),
-        h("span", { class: "stage" }, `${t("stage")} ${task.stage}`),
+        h("span", { class: "stage" }, `${t("stage")}: ${stageLabel(task.type, task.stage)}`),
         progressBar(task.progress),
       ),
       h("p", { class: "status-text" }, task.status_text),
@@ -520,13 +562,22 @@ function leaveTask() {
   renderTasks();
 }
 
+// The header's panel links lead to the main page; the browser's back button returns to the
+// Task that was open.
+function toMainPage() {
+  if (!state.taskId) return;
+  closeTask();
+  history.pushState(null, "", location.pathname);
+  renderTasks();
+}
+
 async function refreshTask() {
   const id = state.taskId;
   if (!id) return;
   try {
     const [{ task }, journal] = await Promise.all([
       api("GET", `/v1/tasks/${encodeURIComponent(id)}`),
-      api("GET", `/v1/tasks/${encodeURIComponent(id)}/history`),
+      api("GET", `/v1/tasks/${encodeURIComponent(id)}/history?language=${state.lang}`),
     ]);
     if (state.taskId !== id) return; // the user opened another Task meanwhile
     state.history = journal;
@@ -550,7 +601,7 @@ function showTask(task) {
     [t("id"), h("code", {}, task.id)],
     ...(state.me && state.me.admin ? [[t("user"), task.user_id]] : []),
     [t("status"), badge(task.status)],
-    [t("stage"), task.stage],
+    [t("stage"), stageLabel(task.type, task.stage)],
     [t("progress"), progressBar(task.progress)],
     [t("version"), String(task.version)],
     [t("goal"), task.goal || "—"],
@@ -615,32 +666,32 @@ function renderActions(actions) {
       "tr",
       { class: "action-row", dataset: { actionId: a.id, actionName: a.name, status: a.status } },
       cell("#", {}, String(a.seq)),
-      cell("Action", {}, h("strong", {}, a.name), a.kind !== "step" ? ` (${a.kind})` : null),
+      cell(t("action"), {}, h("strong", {}, a.name), a.kind !== "step" ? ` (${a.kind})` : null),
       cell(
-        "Status",
+        t("status"),
         {},
-        badge(a.status),
+        actionBadge(a.status),
         a.error
           ? h(
               "div",
               { class: "small error-text" },
-              a.error_kind === "programming" ? "An error in the Action's own code (not retried): " : null,
+              a.error_kind === "programming" ? t("programmingError") : null,
               fmtValue(a.error),
             )
           : null,
         canResolve && needsAPerson(a) ? resolveButtons(a) : null,
       ),
-      cell("Attempts", {}, `${a.attempts}${a.checks ? ` (+${a.checks} checks)` : ""}`),
-      cell("Idempotency key", {}, h("code", { class: "key" }, a.idempotency_key)),
+      cell(t("attempts"), {}, `${a.attempts}${a.checks ? ` ${t("checks", { n: a.checks })}` : ""}`),
+      cell(t("idempotencyKey"), {}, h("code", { class: "key" }, a.idempotency_key)),
       cell(
-        "Created / updated",
+        t("createdUpdated"),
         { class: "small" },
         fmtTime(a.created_at),
         h("br"),
         fmtTime(a.updated_at),
         h("span", { class: "muted" }, ` (${fmtDuration(a.created_at, a.updated_at)})`),
       ),
-      cell("Output", {}, outputOf(a.output)),
+      cell(t("output"), {}, outputOf(a.output)),
     ),
   );
   $("#actions-table tbody").replaceChildren(...rows);
@@ -721,7 +772,7 @@ function renderSlots(task) {
       h("th", { scope: "row" }, slotLabel(task.type, n)),
       cell(t("value"), { class: filled ? "" : "muted" }, filled ? fmtValue(slots[n]) : t("missing")),
       cell(
-        "History",
+        t("history"),
         { class: "slot-history small" },
         (hist[n] || []).map((c) =>
           h("span", { class: "hist" }, `v${c.version}: ${fmtValue(c.value)}`),
@@ -1200,7 +1251,7 @@ function onSlider() {
   const slider = $("#timeline-slider");
   const at = Number(slider.value);
   state.followLatest = at === Number(slider.max);
-  $("#timeline-label").textContent = `${at} of ${slider.max}`;
+  $("#timeline-label").textContent = t("of", { a: at, b: slider.max });
   for (const li of document.querySelectorAll(".timeline-entry")) {
     li.classList.toggle("current", Number(li.dataset.version) === at);
   }
@@ -1226,17 +1277,17 @@ async function replayAt(at) {
     box.dataset.status = task.status;
     box.dataset.slotCount = String(Object.keys(task.slots || {}).length);
     const summary = [
-      h("strong", {}, `At version ${at}: `),
-      "stage ",
-      h("span", { class: "replayed-stage" }, task.stage),
-      ", status ",
+      h("strong", {}, t("atVersion", { v: at })),
+      `${t("stage")} `,
+      h("span", { class: "replayed-stage" }, stageLabel(task.type, task.stage)),
+      `, ${t("status")} `,
       badge(task.status),
-      `, ${(task.actions || []).length} Action(s)`,
+      `, ${t("actionCount", { n: (task.actions || []).length })}`,
     ];
     box.replaceChildren(
       h("p", {}, summary),
       h("p", { class: "small status-text" }, task.status_text),
-      slotList(task.slots),
+      slotList(task.type, task.slots),
     );
   } catch (err) {
     if (seq === state.replaySeq) showError(err);
@@ -1247,10 +1298,11 @@ async function replayAt(at) {
 
 // ---- live updates --------------------------------------------------------------------
 
-function setLive(mode, text) {
+function setLive(mode, word) {
   const el = $("#live-status");
   el.dataset.state = mode;
-  el.textContent = text;
+  el.dataset.i18n = word; // a language switch renames it too
+  el.textContent = t(word);
 }
 
 // EventSource cannot send an Authorization header, and a key in a URL would land in logs:
@@ -1265,7 +1317,7 @@ async function connectEvents(id) {
   try {
     ({ token } = await api("POST", `/v1/tasks/${encodeURIComponent(id)}/events/token`));
   } catch (err) {
-    setLive("off", "offline, retrying…");
+    setLive("off", "retrying");
     state.reopenTimer = setTimeout(() => state.taskId === id && connectEvents(id), 3000);
     return;
   }
@@ -1273,7 +1325,7 @@ async function connectEvents(id) {
   const url = `/v1/tasks/${encodeURIComponent(id)}/events?token=${encodeURIComponent(token)}`;
   const source = new EventSource(url);
   state.events = source;
-  setLive("connecting", "connecting…");
+  setLive("connecting", "connecting");
   source.addEventListener("open", () => setLive("live", "live"));
   source.addEventListener("task", (ev) => {
     if (state.events !== source) return;
@@ -1295,10 +1347,10 @@ async function connectEvents(id) {
   source.addEventListener("error", () => {
     if (state.events !== source) return;
     if (source.readyState === EventSource.CLOSED) {
-      setLive("off", "offline, retrying…");
+      setLive("off", "retrying");
       state.reopenTimer = setTimeout(() => state.taskId === id && connectEvents(id), 3000);
     } else {
-      setLive("connecting", "reconnecting…");
+      setLive("connecting", "reconnecting");
     }
   });
 }
@@ -1343,7 +1395,7 @@ document.addEventListener("DOMContentLoaded", () => {
   let sliderTimer = null;
   $("#timeline-slider").addEventListener("input", () => {
     const slider = $("#timeline-slider");
-    $("#timeline-label").textContent = `${slider.value} of ${slider.max}`;
+    $("#timeline-label").textContent = t("of", { a: slider.value, b: slider.max });
     // At once, not after the debounce: a refresh arriving meanwhile must not move it back.
     state.followLatest = Number(slider.value) === Number(slider.max);
     clearTimeout(sliderTimer);
@@ -1367,10 +1419,12 @@ document.addEventListener("DOMContentLoaded", () => {
     searchMemory();
   });
   $("#memory-link").addEventListener("click", () => {
+    toMainPage();
     $("#memory-panel").scrollIntoView({ behavior: "smooth", block: "start" });
     $("#memory-query").focus({ preventScroll: true });
   });
   $("#ops-link").addEventListener("click", () => {
+    toMainPage();
     $("#ops-panel").scrollIntoView({ behavior: "smooth", block: "start" });
   });
   $("#ops-refresh").addEventListener("click", loadOps);
