@@ -323,6 +323,7 @@ UNSCOPED = {
     "api_key",
     "runs_here",
     "worker_info",
+    "labels",
 }
 """Public names that touch no user's data."""
 

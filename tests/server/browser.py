@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -134,3 +134,15 @@ def serving(workdir: Path, *args: str) -> Iterator[Server]:
         if srv.proc is not None:
             srv.proc.kill()
             srv.proc.wait()
+
+
+def watched(page: Any) -> list[str]:
+    """Give a Playwright page the tests' patience; the list it returns fills with the page's
+    uncaught errors (a test ends asserting it is empty)."""
+    from playwright.sync_api import expect
+
+    page.set_default_timeout(WAIT_MS)
+    expect.set_options(timeout=WAIT_MS)
+    crashes: list[str] = []
+    page.on("pageerror", lambda err: crashes.append(str(err)))
+    return crashes

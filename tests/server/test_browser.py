@@ -30,7 +30,15 @@ from typing import Any
 
 import pytest
 
-from tests.server.browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, Server, need_a_browser, serving
+from tests.server.browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    WAIT_MS,
+    Server,
+    need_a_browser,
+    serving,
+    watched,
+)
 
 
 @pytest.fixture
@@ -55,10 +63,7 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(WAIT_MS)
-            expect.set_options(timeout=WAIT_MS)
-            crashes: list[str] = []
-            page.on("pageerror", lambda err: crashes.append(str(err)))
+            crashes = watched(page)
 
             def shot(name: str, *, full_page: bool = True) -> None:
                 page.screenshot(path=shots / f"{name}.png", full_page=full_page)
@@ -324,10 +329,7 @@ def test_operators_panel_shows_builds_and_workers_to_an_admin_key_only(tmp_path:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             try:
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
-                page.set_default_timeout(WAIT_MS)
-                expect.set_options(timeout=WAIT_MS)
-                crashes: list[str] = []
-                page.on("pageerror", lambda err: crashes.append(str(err)))
+                crashes = watched(page)
                 asked: list[str] = []  # every /v1/builds and /v1/workers request, in order
                 page.on(
                     "request",

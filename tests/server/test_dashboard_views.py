@@ -20,7 +20,14 @@ from urllib.parse import urlsplit
 import pytest
 
 from relaystate.client import Client
-from tests.server.browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, Server, need_a_browser, serving
+from tests.server.browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Server,
+    need_a_browser,
+    serving,
+    watched,
+)
 
 
 @pytest.fixture
@@ -65,11 +72,8 @@ def test_docs_and_redoc_render_with_no_network(server: Server) -> None:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(WAIT_MS)
-            expect.set_options(timeout=WAIT_MS)
+            crashes = watched(page)
             page.route("**/*", only_ours)
-            crashes: list[str] = []
-            page.on("pageerror", lambda err: crashes.append(str(err)))
 
             page.goto(server.url + "/docs")
             expect(page.locator(".swagger-ui .info .title")).to_contain_text("relaystate")
@@ -132,10 +136,7 @@ def test_a_task_page_in_the_users_language_with_its_owner_for_an_operator(
             # 1. A browser that speaks Chinese: the UI, the greeting and the labels in Chinese.
             context = browser.new_context(locale="zh-CN", viewport={"width": 1280, "height": 900})
             page = context.new_page()
-            page.set_default_timeout(WAIT_MS)
-            expect.set_options(timeout=WAIT_MS)
-            crashes: list[str] = []
-            page.on("pageerror", lambda err: crashes.append(str(err)))
+            crashes = watched(page)
             sign_in(page, alice, "alice")
             expect(page.locator("#chat-panel h2")).to_have_text("对话")
             expect(page.locator("html")).to_have_attribute("lang", "zh-CN")

@@ -76,18 +76,12 @@ class Labels:
         return self.template.title(self.language) if self.template else "Task"
 
     def slot(self, name: str) -> str:
-        if self.template is not None:
-            for s in self.template.slots:
-                if s.name == name:
-                    return s.label(self.language)
-        return _plain(name)
+        found = self.template and next((s for s in self.template.slots if s.name == name), None)
+        return found.label(self.language) if found else _plain(name)
 
     def stage(self, name: str) -> str:
-        if self.template is not None:
-            for s in self.template.stages:
-                if s.name == name:
-                    return s.label(self.language)
-        return _plain(name)
+        found = self.template and next((s for s in self.template.stages if s.name == name), None)
+        return found.label(self.language) if found else _plain(name)
 
     def status(self, status: str) -> str:
         return TASK_STATUSES[self.words].get(status, _plain(status))
