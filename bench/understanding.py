@@ -46,8 +46,9 @@ from relaystate.demo import templates
 from relaystate.demo.after_sales import MODELS
 
 SETS_DIR = HERE / "understanding"
-SET_NAMES = ("dev", "dev2", "dev3", "heldout")
-"""dev, dev2 and dev3 are tuned on; heldout is only ever scored."""
+SET_NAMES = ("dev", "dev2", "dev3", "heldout", "users", "users2")
+"""dev, dev2, dev3 (the demo agents) and users (six templates of bench/understanding/agents.py,
+declared as a new user would) are tuned on; heldout and users2 are only ever scored."""
 DEFAULT_NOW = "2026-11-29T10:00:00"
 """A Sunday; the format's default clock."""
 SCOPE = Scope.user("u")
@@ -110,6 +111,15 @@ class Field:
     expected: Any
     got: Any
     ok: bool
+    task_type: str | None = None
+    """The Task type the turn was expected to touch (for the slot's kind)."""
+
+
+def _task_type(expect: dict[str, Any], task: Any) -> str | None:
+    wanted = expect.get("task")
+    if isinstance(wanted, str):
+        return wanted
+    return task.type if task is not None else None
 
 
 @dataclass
@@ -124,21 +134,53 @@ class CaseRun:
     errors: list[str] = field(default_factory=list)
 
 
-def load_set(name: str, console: Console) -> list[dict[str, Any]] | None:
-    """The cases of one set, or None (with a note) when its file is missing or unreadable."""
+@dataclass
+class Set:
+    """One set's cases and the templates they talk to (the demo agents unless the file names
+    a ``templates`` factory, ``module:function`` in bench/understanding/)."""
+
+    name: str
+    cases: list[dict[str, Any]]
+    templates: Any = templates
+    first_seen: dict[str, Any] | None = None
+
+
+def load_set(name: str, console: Console) -> Set | None:
+    """One set, or None (with a note) when its file is missing or unreadable."""
     path = SETS_DIR / f"{name}.json"
     if not path.exists():
         console.print(f"[yellow]note:[/] {path.relative_to(HERE.parent)} does not exist: skipped")
         return None
     try:
-        cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
-    except (ValueError, KeyError) as exc:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        cases = data["cases"]
+        factory = _factory(data["templates"]) if "templates" in data else templates
+    except (ValueError, KeyError, ImportError, AttributeError) as exc:
         console.print(f"[red]cannot read {path}:[/] {exc}: skipped")
         return None
     for c in cases:
         for problem in lint_case(c):
             console.print(f"[yellow]note:[/] {name} {c.get('id', '?')}: {problem}")
-    return list(cases)
+    return Set(name, list(cases), factory, data.get("first_seen"))
+
+
+def _factory(ref: str) -> Any:
+    """``module:function`` of bench/understanding/ (the set's own templates)."""
+    import importlib
+
+    module, _, function = ref.partition(":")
+    if str(SETS_DIR) not in sys.path:
+        sys.path.insert(0, str(SETS_DIR))
+    return getattr(importlib.import_module(module), function)
+
+
+def slot_kinds(factory: Any) -> dict[str, str]:
+    """task type.slot -> how the engine reads that slot (its extractor), for the by-kind table."""
+    from relaystate.conversation.extract import extractor_of
+
+    with tempfile.TemporaryDirectory() as tmp:
+        found = factory(Path(tmp) / "ledger.db")
+    return {f"{t.type}.{s.name}": extractor_of(s) for t in found for s in t.slots}
 
 
 def lint_case(case: dict[str, Any]) -> Iterable[str]:
@@ -158,13 +200,17 @@ def lint_case(case: dict[str, Any]) -> Iterable[str]:
 
 
 def norm(value: Any) -> str:
-    return str(value).strip().casefold()
+    return " ".join(str(value).split()).casefold()
 
 
 def same_value(expected: Any, got: Any) -> bool:
-    """Strings case-insensitively without surrounding spaces; numbers by value; a list = any."""
+    """Strings case-insensitively with spaces collapsed; numbers by value; a list = any;
+    ``{"contains": [...]}`` (free text) = any of the strings inside the value."""
     if isinstance(expected, list):
         return any(same_value(e, got) for e in expected)
+    if isinstance(expected, dict) and "contains" in expected:
+        inside = " ".join(str(got).split()).casefold() if got is not None else ""
+        return got is not None and any(norm(w) in inside for w in expected["contains"])
     if got is None or expected is None:
         return got is None and expected is None
     if isinstance(expected, bool) or isinstance(got, bool):
@@ -184,11 +230,13 @@ def contains(reply: str, wanted: Any) -> bool:
     return norm(wanted) in reply.casefold()
 
 
-def run_case(set_name: str, case: dict[str, Any], workdir: Path) -> CaseRun:
+def run_case(
+    set_name: str, case: dict[str, Any], workdir: Path, factory: Any = templates
+) -> CaseRun:
     """Replay one case from an empty store and score every expected field of every turn."""
     os.environ["RELAYSTATE_NOW"] = case.get("now") or DEFAULT_NOW
     ledger = Path(tempfile.mkdtemp(prefix=f"{case['id']}-", dir=workdir)) / "ledger.db"
-    runtime = Runtime(open_store("memory://"), templates(ledger))
+    runtime = Runtime(open_store("memory://"), factory(ledger))
     conversation = Conversation(runtime)
     run = CaseRun(set_name, case["id"], case["lang"], case["category"], len(case["turns"]))
     touched: list[str | None] = []
@@ -225,6 +273,7 @@ def run_case(set_name: str, case: dict[str, Any], workdir: Path) -> CaseRun:
                     expected,
                     error or got,
                     ok and error is None,
+                    _task_type(turn.get("expect", {}), task),
                 )
             )
     return run
@@ -379,7 +428,9 @@ def field_kind(name: str) -> str:
     return name.split("[", 1)[0]
 
 
-def render(console: Console, runs: list[CaseRun], show: int) -> dict[str, Any]:
+def render(
+    console: Console, runs: list[CaseRun], show: int, kinds: dict[str, str] | None = None
+) -> dict[str, Any]:
     fields = [f for r in runs for f in r.fields]
     right = sum(f.ok for f in fields)
     turns = sum(r.turns for r in runs)
@@ -416,6 +467,15 @@ def render(console: Console, runs: list[CaseRun], show: int) -> dict[str, Any]:
     console.print(
         group_table("By field", "field", by_field, sorted(by_field, key=lambda k: (k != "task", k)))
     )
+    known = kinds or {}
+
+    def kind_of(f: Field) -> str:
+        if not f.name.startswith(("slots.", "absent.")):
+            return "(not a slot)"
+        return known.get(f"{f.task_type}.{f.name.split('.', 1)[1]}", "?")
+
+    by_kind = tally(fields, kind_of)
+    console.print(group_table("By slot kind (extractor)", "kind", by_kind, sorted(by_kind)))
 
     wrong = [f for f in fields if not f.ok]
     if wrong:
@@ -447,6 +507,7 @@ def render(console: Console, runs: list[CaseRun], show: int) -> dict[str, Any]:
         "by_category": {k: acc(v) for k, v in by_cat.items()},
         "by_category_language": {f"{c}/{lang}": acc(v) for (c, lang), v in by_both.items()},
         "by_field": {k: acc(v) for k, v in by_field.items()},
+        "by_kind": {k: acc(v) for k, v in by_kind.items()},
         "wrong": [asdict(f) for f in wrong],
         "errors": errors,
     }
@@ -510,6 +571,9 @@ def render_latency(console: Console, runs: list[CaseRun], first: dict[str, Any])
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--set", choices=[*SET_NAMES, "all"], default="dev")
+    parser.add_argument(
+        "--lang", choices=LANGS, help="only the cases in this language (for a quick look)"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument(
         "--show-failures", type=int, default=100, metavar="N", help="wrong fields to list (-1: all)"
@@ -525,13 +589,25 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"[dim]ignored (for the other bench scripts): {' '.join(ignored)}[/]")
     names = SET_NAMES if args.set == "all" else (args.set,)
     runs: list[CaseRun] = []
+    kinds: dict[str, str] = {}
     saved_now = os.environ.get("RELAYSTATE_NOW")
     with tempfile.TemporaryDirectory(prefix="relaystate-understanding-") as tmp:
         try:
             for name in names:
-                cases = load_set(name, console)
-                for case in cases or []:
-                    runs.append(run_case(name, case, Path(tmp)))
+                found = load_set(name, console)
+                if found is None:
+                    continue
+                kinds.update(slot_kinds(found.templates))
+                if found.first_seen:
+                    seen = found.first_seen
+                    console.print(
+                        f"[dim]{name}: first seen {seen.get('accuracy')} on {seen.get('date')}"
+                        f" ({seen.get('commit')})[/]"
+                    )
+                for case in found.cases:
+                    if args.lang and case.get("lang") != args.lang:
+                        continue
+                    runs.append(run_case(name, case, Path(tmp), found.templates))
         finally:
             if saved_now is None:
                 os.environ.pop("RELAYSTATE_NOW", None)
@@ -540,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
     if not runs:
         console.print("no cases to score")
         return 0
-    results = render(console, runs, args.show_failures)
+    results = render(console, runs, args.show_failures, kinds)
     results["latency"] = render_latency(console, runs, first_turns(FIRST_TURN_RUNS))
     results["sets"] = list(dict.fromkeys(r.set for r in runs))
     elapsed = time.perf_counter() - started
