@@ -23,17 +23,21 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
-from ..errors import InvalidSlot, TemplateError
+from ..errors import InvalidSlot
 from ..task.problems import Problem
 from ..task.templates import Slot, TaskTemplate
 from . import fuzzy, places
+from .addresses import scan_addresses
+from .contacts import regions, scan_emails, scan_phones
+from .counts import scan_counts, unit_of
 from .dates import DateCandidate, scan_dates
 from .intents import REQUEST, control_word, is_correction, is_question, is_yes
+from .kinds import EXTRACTORS, extractor_of, said_of
 from .numbers import NumberMatch, find_numbers, number_to_cn
 from .text import (
     NEVER,
@@ -45,6 +49,7 @@ from .text import (
     phrases,
     strip_punct,
 )
+from .times import TimeCandidate, scan_times, settle
 from .words import (
     ADVERBS,
     AMOUNT_BEFORE,
@@ -63,8 +68,6 @@ from .words import (
     NOT_BEFORE_ORIGIN,
     NOT_CHOICE_NEXT,
     ORIGIN_NAMES,
-    PERSON_NAMES,
-    PLACE_NAMES,
     POLITE_TAIL,
     ROLE_CUES,
     TEXT_ROLE_CUES,
@@ -72,8 +75,6 @@ from .words import (
     ZH_NAME_STOP,
     ZH_PLACE_STOP,
 )
-
-EXTRACTORS = ("text", "place", "person", "order_id", "amount", "number")
 
 
 @dataclass
@@ -158,33 +159,6 @@ _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-_/]*(?![:.,]?[A-Za-z0-9])")
 
 
 # --- the slots' readers --------------------------------------------------------------------
-
-
-def extractor_of(slot: Slot) -> str:
-    """How ``slot`` is read: "date", "choice", or one of EXTRACTORS.
-
-    A text slot without ``extractor`` is guessed from its name: "...name"/"passenger" ->
-    person, "origin"/"destination"/"city" -> place, "order_..." -> order_id; a number slot
-    named like an amount ("amount", "price", "refund"...) or without extractor takes amounts.
-    """
-    if slot.kind in ("date", "choice"):
-        return slot.kind
-    if slot.extractor is not None:
-        if slot.extractor not in EXTRACTORS:
-            raise TemplateError(
-                f"slot {slot.name!r}: extractor must be one of {', '.join(EXTRACTORS)}"
-            )
-        return slot.extractor
-    words = slot.name.lower().split("_")
-    if slot.kind == "number":
-        return "amount"
-    if words[0] == "order" and slot.pattern is None:
-        return "order_id"
-    if words[-1] in PERSON_NAMES or words[0] in ("passenger", "traveller", "traveler"):
-        return "person"
-    if any(w in PLACE_NAMES for w in words):
-        return "place"
-    return "text"
 
 
 def _role(slot: Slot) -> str | None:
@@ -305,8 +279,10 @@ class _Reader:
         confirming: bool = False,
         opening: bool = False,
         language: str | None = None,
+        held: Mapping[str, Any] | None = None,
     ) -> None:
         self.template = template
+        self.held = dict(held or {})
         self.language = language or ("zh" if any(map(is_cjk, text)) else "en")
         self.confirming = confirming
         self.opening = opening
@@ -318,6 +294,7 @@ class _Reader:
         self.expecting = template.slot(expecting) if expecting else None
         self.correction = correction
         self.kinds = {slot.name: extractor_of(slot) for slot in template.slots}
+        self.units = _units(template, self.kinds)
         self.items: list[_Item] = []
         self.claims: list[tuple[int, int]] = []
         self.hits: list[_Hit] = []
@@ -449,9 +426,51 @@ class _Reader:
             wanted = [self.expecting]
         past = bool(wanted) and all(s.direction == "past" for s in wanted)
         for c in scan_dates(self.text, today=self.today, past=past):
-            if overlaps(c.start, c.end, self.claims):
+            if overlaps(c.start, c.end, self.taken()):
                 continue
             self.items.append(_date_item(c, relevant))
+
+    def slots_of(self, *kinds: str) -> list[Slot]:
+        return [s for s in self.template.slots if self.kinds[s.name] in kinds]
+
+    def contacts(self) -> None:
+        """Phone numbers, email addresses and street addresses, wherever they are (only for
+        a template that has such a slot: elsewhere their digits are other things)."""
+        phones = self.slots_of("phone")
+        found: list[tuple[str, int, int, str]] = []
+        if phones:
+            order = regions(self.language, phones[0].region)
+            found += [("phone", f.start, f.end, f.value) for f in scan_phones(self.text, order)]
+        if self.slots_of("email"):
+            found += [("email", f.start, f.end, f.value) for f in scan_emails(self.text)]
+        if self.slots_of("address"):
+            found += [("address", a.start, a.end, a.value) for a in scan_addresses(self.text)]
+        for kind, start, end, value in found:
+            if not overlaps(start, end, self.taken()):
+                self.items.append(_Item(kind, start, end, value))
+
+    def times(self) -> None:
+        """Times of day, before dates read "12点" or "19:30" as anything else."""
+        slots = self.slots_of("time")
+        if not slots:
+            return
+        held = self.held.get(slots[0].name)
+        for c in scan_times(self.text):
+            if overlaps(c.start, c.end, self.taken()):
+                continue
+            value = settle(c, self.text, held if isinstance(held, str) else None)
+            self.items.append(
+                _Item("time", c.start, c.end, value, reason="bare" if c.bare else None)
+            )
+
+    def counts(self) -> None:
+        """Numbers said with what a count slot counts ("3 nights", "两位", "just me")."""
+        units = {u: name for name, u in self.units.items()}
+        if not units:
+            return
+        for c in scan_counts(self.text, list(units)):
+            if not overlaps(c.start, c.end, self.taken()):
+                self.items.append(_Item("count", c.start, c.end, c.value, slot=units[c.unit]))
 
     def choices(self) -> None:
         for slot in self.template.slots:
@@ -549,19 +568,20 @@ class _Reader:
         start = skip.end() if skip else pos
         for item in self.items:
             if item.kind == kind and item.start == start and not item.used:
-                if kind == "choice" and item.slot != slot.name:
+                if kind in ("choice", "count") and item.slot != slot.name:
                     continue
                 return item
         return None
 
     def capture_after(self, hit: _Hit, slot: Slot, kind: str) -> tuple[Any, int, int] | None:
-        if kind in ("date", "choice"):
+        if kind in ("date", "choice", "time", "phone", "email", "address", "count"):
             item = self._item_after(hit.end, kind, slot)
-            if item is None or item.value is None:
+            if item is not None and item.value is not None:
+                item.used = True
+                return item.value, item.start, item.end
+            if kind in ("date", "choice", "time", "phone", "email"):
                 return None
-            item.used = True
-            return item.value, item.start, item.end
-        if kind in ("amount", "number"):
+        if kind in ("amount", "number", "count"):
             skip = _CONNECTOR.match(self.folded, hit.end)
             start = skip.end() if skip else hit.end
             me = re.compile(r"(?:给)?我|me\s+").match(self.folded, start)  # 退我三十, refund me 30
@@ -607,6 +627,9 @@ class _Reader:
         return _read_before(self, self.prev_stop(hit.start), hit.start, kind)
 
     def loose(self) -> None:
+        self.spans()
+        self.loose_items()
+        self.anywhere_places()
         date_slots = [s for s in self.template.slots if self.kinds[s.name] == "date"]
         free = [s for s in date_slots if not self.cands[s.name]]
         dates = [i for i in self.items if i.kind == "date" and not i.used and i.value is not None]
@@ -662,6 +685,92 @@ class _Reader:
                     "invalid_date", bad[0].reason, value=self.text[bad[0].start : bad[0].end]
                 )
                 break
+
+    def loose_items(self) -> None:
+        """Times, phones, emails, addresses and counts nobody introduced: each to the free
+        slot of its kind (a count to the slot that counts its unit), in order."""
+        for kind in ("time", "phone", "email", "address"):
+            free = [s for s in self.slots_of(kind) if not self.cands[s.name]]
+            items = [i for i in self.items if i.kind == kind and not i.used]
+            if kind == "time" and any(i.reason != "bare" for i in items):
+                items = [i for i in items if i.reason != "bare"]  # "at 7" only when alone
+            if self.correction and len(free) == 1:
+                items = items[-1:]  # "不是7点半，是8点": the last is meant
+            for slot, item in zip(free, items, strict=False):
+                self.add(slot, item.value, item.start, item.end, source="loose")
+                item.used = True
+                self.anchors += 1
+        for item in self.items:
+            if item.kind == "count" and not item.used and item.slot is not None:
+                slot = self.template.slot(item.slot)
+                if not self.cands[slot.name] or self.correction:
+                    self.add(slot, item.value, item.start, item.end, source="loose")
+                    item.used = True
+                    self.anchors += 1
+        people = [n for n, u in self.units.items() if u == "people" and not self.cands[n]]
+        if len(people) == 1:  # "a table for 4 tomorrow": a number for whom
+            for m in re.finditer(r"(?<![a-z])(?:for|of)\s+", self.folded):
+                n = next((n for n in self.numbers if n.start == m.end()), None)
+                if n is None:
+                    found = find_numbers(self.text[m.end() : m.end() + 12])
+                    n = found[0] if found and found[0].start == 0 else None
+                    if n is not None:
+                        n = NumberMatch(n.value, m.end() + n.start, m.end() + n.end, n.currency)
+                if n is None or n.currency or overlaps(n.start, n.end, self.taken()):
+                    continue
+                if _COUNTED.match(self.folded, n.end):
+                    continue  # "for 2 nights" counts nights
+                self.add(self.template.slot(people[0]), n.value, n.start, n.end, source="loose")
+                self.claim(n.start, n.end)
+                break
+
+    def spans(self) -> None:
+        """A stay or a rental said as a span: "from the 15th to the 18th" gives the first day
+        and the nights between them (or the days, for a slot counting days); "for a week
+        starting Monday" gives the day back for a second date slot."""
+        dates = [i for i in self.items if i.kind == "date" and not i.used and i.value]
+        date_slots = [s for s in self.slots_of("date") if not self.cands[s.name]]
+        spans = [n for n, u in self.units.items() if u in ("nights", "days")]
+        if len(dates) == 2 and len(date_slots) == 1 and spans:
+            first, second = dates
+            between = self.folded[first.end : second.start]
+            if _RANGE.fullmatch(between):
+                gap = (date.fromisoformat(second.value) - date.fromisoformat(first.value)).days
+                if gap > 0:
+                    self.add(date_slots[0], first.value, first.start, first.end, source="loose")
+                    first.used = second.used = True
+                    if not self.cands[spans[0]] or self.units[spans[0]] == "nights":
+                        count = gap if self.units[spans[0]] == "nights" else gap + 1
+                        self.cands[spans[0]] = [_Candidate(count, second.start, second.end, False)]
+                        self.cands[spans[0]][0].source = "loose"
+                    self.anchors += 1
+            return
+        if len(dates) == 1 and len(date_slots) == 2:
+            m = _DURATION.search(self.folded)
+            if m:
+                days = _days(m)
+                if days:
+                    start, back = date_slots
+                    day = date.fromisoformat(dates[0].value)
+                    self.add(start, dates[0].value, dates[0].start, dates[0].end, source="loose")
+                    self.add(back, (day + timedelta(days=days)).isoformat(), m.start(), m.end())
+                    self.cands[back.name][-1].source = "loose"
+                    dates[0].used = True
+                    self.claim(m.start(), m.end())
+
+    def anywhere_places(self) -> None:
+        """A known city named anywhere is the value of the one place slot that has no role
+        (a hotel's city, where a car is picked up), when nothing else gave it one."""
+        slots = [s for s in self.slots_of("place") if s.pattern is None]
+        free = [s for s in slots if not self.cands[s.name]]
+        if len(free) != 1 or (len(slots) > 1 and _role(free[0]) is not None):
+            return
+        cities = self._cities()
+        if cities:
+            city, start, end = cities[-1] if self.correction else cities[0]
+            self.add(free[0], city, start, end, source="loose")
+            self.claim(start, end)
+            self.anchors += 1
 
     def _own_clause(self, start: int, end: int) -> bool:
         """Whether the span is all of its clause but for currency words and spaces."""
@@ -778,7 +887,7 @@ class _Reader:
         if self.correction and any(self.cands[n] for n in self.cands if n != slot.name):
             return  # "有点贵，换成经济舱吧": its other words are comment, not this answer
         kind = self.kinds[slot.name]
-        if kind in ("amount", "number"):
+        if kind in ("amount", "number", "count"):
             for n in self.numbers:
                 if _part_of_a_name(self.text, n.start):
                     continue  # "苹果15", "my iphone 15 won't charge": a model, not an amount
@@ -786,10 +895,17 @@ class _Reader:
                     self.add(slot, n.value, n.start, n.end, source="number")
             if self.cands[slot.name]:
                 return
+        if kind == "time" and self._bare_hour(slot):
+            return
         if is_yes(self.text, strict=True) or control_word(self.text) or is_question(self.text):
             return
-        pieces = self.fragments(free=kind == "text")
+        pieces = self.fragments(free=kind in ("text", "address"))
         if not pieces:
+            return
+        if kind in _SHAPED:
+            given = ", ".join(pieces)
+            code, what = _SHAPED[kind]
+            self.errors[slot.name] = Problem(code, f"{given!r} is not {what}", value=given)
             return
         if kind == "place" and slot.pattern is None:
             named = self._cities()  # "oops i meant osaka not tokyo"
@@ -814,7 +930,7 @@ class _Reader:
                 )
                 return
             pieces = shaped
-        if kind == "text":
+        if kind in ("text", "address"):
             # "my refund please" names the task, it does not answer the question
             names = _template_words(self.template)
             said = [p for p in pieces if slot.pattern or _meaningful(_drop(p, names))]
@@ -846,6 +962,19 @@ class _Reader:
             self.errors[slot.name] = problem
             return
         self.cands[slot.name].append(_Candidate(piece, 0, 0, False, source="rest"))
+
+    def _bare_hour(self, slot: Slot) -> bool:
+        """A time asked for and answered by an hour alone ("7", "seven", "7 then")."""
+        for n in self.numbers:
+            if overlaps(n.start, n.end, self.taken()) or not float(n.value).is_integer():
+                continue
+            if 0 <= n.value <= 24:
+                held = self.held.get(slot.name)
+                bare = TimeCandidate(n.start, n.end, int(n.value) % 24, 0, n.value > 12)
+                value = settle(bare, self.text, held if isinstance(held, str) else None)
+                self.add(slot, value, n.start, n.end, source="number")
+                return True
+        return False
 
     def _cities(self) -> list[tuple[str, int, int]]:
         """The known cities named anywhere in what is left of the message, but for those
@@ -920,6 +1049,44 @@ class _Reader:
 
 
 _CLAUSE_SPLIT = re.compile(r"[。！？!?；;\n，,、：:]+|\.(?:\s|$)")
+_SHAPED = {
+    "time": ("time", "a time of day I understand"),
+    "phone": ("phone", "a phone number"),
+    "email": ("email", "an email address"),
+    "count": ("number", "a number"),
+}
+"""A slot asked for and answered with words that are none of its kind: why it is refused."""
+_RANGE = re.compile(
+    r"\s*(?:-|–|—|~|to|till|until|through|thru|and|到|至|住到|直到|~)\s*(?:the\s+)?", re.IGNORECASE
+)
+"""What stands between the two days of a span ("the 15th to the 18th", "20号到23号")."""
+_DURATION = re.compile(
+    r"(?<![a-z])(?:for|staying|lasting)?\s*(?P<n>a|one|two|three|four|five|six|seven|\d{1,2})\s+"
+    r"(?P<unit>weeks?|days?|nights?)(?![a-z])|(?P<zn>[一二两三四五六七1-9])(?:个)?(?P<zunit>星期|礼拜|周|天)"
+)
+_SMALL = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+_SMALL_ZH = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7}
+
+
+def _days(m: re.Match[str]) -> int | None:
+    """How many days a duration says ("a week" 7, "3 days" 3, "两周" 14)."""
+    if m.group("n"):
+        n = _SMALL.get(m.group("n")) or (int(m.group("n")) if m.group("n").isdigit() else 0)
+        return n * (7 if m.group("unit").startswith("week") else 1)
+    word = m.group("zn")
+    n = int(word) if word.isdigit() else _SMALL_ZH[word]
+    return n * (1 if m.group("zunit") == "天" else 7)
+
+
+def _units(template: TaskTemplate, kinds: Mapping[str, str]) -> dict[str, str]:
+    """Each count (or measured number) slot -> the unit it counts, when its words say."""
+    out: dict[str, str] = {}
+    for slot in template.slots:
+        if kinds[slot.name] in ("count", "number"):
+            unit = unit_of(slot, " ".join(slot.name.lower().split("_")), said_of(slot))
+            if unit is not None:
+                out[slot.name] = unit
+    return out
 
 
 def _date_item(c: DateCandidate, relevant: bool) -> _Item:
@@ -1109,7 +1276,7 @@ def _read_after(reader: _Reader, pos: int, stop: int, kind: str) -> tuple[Any, i
     start = skip.end() if skip else pos
     if start >= stop:
         return None
-    if kind == "text":
+    if kind in ("text", "address"):
         end = start
         while end < stop and text[end] not in SENTENCE_END:
             if text[end] == "." and (end + 1 >= len(text) or text[end + 1].isspace()):
@@ -1286,7 +1453,10 @@ def extract(
         language=language,
     )
     reader.patterns()
+    reader.contacts()
+    reader.times()
     reader.dates()
+    reader.counts()
     reader.choices()
     reader.amounts()
     reader.blockers()

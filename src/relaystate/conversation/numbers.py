@@ -236,7 +236,9 @@ def find_numbers(text: str) -> list[NumberMatch]:
     """
     folded = fold(text)
     found: list[tuple[int, int, float]] = []
-    for m in _DIGITS.finditer(folded):
+    # a Chinese comma ends a clause ("晚上7点，3位"): never a thousands separator
+    view = "".join(";" if o == "，" else f for o, f in zip(text, folded, strict=True))
+    for m in _DIGITS.finditer(view):
         start, end = m.start(), m.end()
         before = folded[start - 1] if start else ""
         after = folded[end] if end < len(folded) else ""

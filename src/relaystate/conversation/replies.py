@@ -103,6 +103,11 @@ _PROBLEMS_ZH = {
     "ambiguous": "您给出了不止一个{label}（{options}），是哪一个",
     "unknown": "没有找到{label}“{value}”",
     "too_large": "{label}“{value}”超过了上限（{options}）",
+    "too_small": "{label}“{value}”低于下限（{options}）",
+    "whole": "{label}要是整数，“{value}”不是",
+    "time": "“{value}”不是我能理解的时间",
+    "phone": "“{value}”不是有效的电话号码",
+    "email": "“{value}”不是有效的邮箱地址",
     "custom": "“{value}”不符合{label}的要求",
 }
 _LOCKED = {

@@ -21,6 +21,11 @@ CODES = (
     "ambiguous",  # more than one value given
     "unknown",  # a look-up did not find it (an unknown order number)
     "too_large",  # above what is allowed (options: the limit)
+    "too_small",  # below what is allowed (options: the limit)
+    "whole",  # a count that is not a whole number ("2.5 guests")
+    "time",  # not a time of day
+    "phone",  # not a phone number
+    "email",  # not an email address
     "custom",  # a template's own check; only its English text is known
 )
 

@@ -7,7 +7,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, time
 from typing import Any, overload
 
 from ..errors import InvalidInput, InvalidSlot, TemplateError
@@ -18,7 +18,25 @@ from .problems import Problem, custom
 from .retry import Retry
 from .spec import ActionFn, ActionSpec, InputFn
 
-SLOT_KINDS = ("text", "choice", "date", "number")
+SLOT_KINDS = (
+    "text",
+    "choice",
+    "date",
+    "number",
+    "count",
+    "time",
+    "phone",
+    "email",
+    "place",
+    "person",
+)
+"""What a slot holds: free ``text``; one of its ``choices``; a ``date`` (YYYY-MM-DD); a
+``number`` (an amount, a weight); a ``count`` (a whole number of things: nights, guests); a
+``time`` of day (HH:MM, 24 hours); a ``phone`` number (E.164, +8613800138000); an ``email``
+address; a ``place`` (a city, by its name in the conversation's language) or a ``person``'s
+name (both text, read as such)."""
+TEXT_KINDS = ("text", "place", "person")
+"""The kinds stored as the text that was said (trimmed)."""
 FILLED_BY = ("user", "operator")
 UPGRADE_POLICIES = ("auto", "pinned")
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -63,6 +81,13 @@ class Slot:
     #: the user's words, and setting it does not send the task back to be confirmed again;
     #: wait for it with :func:`operator_sets`).
     filled_by: str = "user"
+    #: The smallest and largest value a number or count takes (a count is at least 1 unless
+    #: said otherwise): ``Slot("guests", kind="count", maximum=8)``.
+    minimum: float | None = None
+    maximum: float | None = None
+    #: For a phone slot, the country a number without +code is read in first ("GB", "CN"):
+    #: otherwise the conversation's language decides (zh: CN, then US and GB; en: US, GB, CN).
+    region: str | None = None
 
     def __post_init__(self) -> None:
         if self.choices and self.kind == "text":
@@ -77,6 +102,17 @@ class Slot:
             raise TemplateError(f"slot {self.name!r}: filled_by must be one of {FILLED_BY}")
         if self.filled_by == "operator":
             object.__setattr__(self, "required", False)  # awaited by a condition, not asked
+        bounded = self.minimum is not None or self.maximum is not None
+        if bounded and self.kind not in ("number", "count"):
+            raise TemplateError(
+                f"slot {self.name!r}: minimum and maximum are for numbers and counts"
+            )
+        if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
+            raise TemplateError(f"slot {self.name!r}: minimum is above maximum")
+        if self.region is not None and self.kind != "phone":
+            raise TemplateError(f"slot {self.name!r}: region is for phone slots")
+        if self.region is not None and not re.fullmatch(r"[A-Z]{2}", self.region):
+            raise TemplateError(f"slot {self.name!r}: region is a country code such as 'GB'")
 
     def label(self, language: str = "en") -> str:
         """This slot's name for people, in ``language`` if declared."""
@@ -130,8 +166,14 @@ class Slot:
             value = self._choice(value)
         elif self.kind == "date":
             value = self._date(value)
-        elif self.kind == "number":
-            value = self._number(value, given)
+        elif self.kind in ("number", "count"):
+            value = self._bounded(self._number(value, given), given)
+        elif self.kind == "time":
+            value = _time_of_day(self.name, value)
+        elif self.kind == "phone":
+            value = _phone(self.name, value, self.region)
+        elif self.kind == "email":
+            value = _email(self.name, value)
         elif isinstance(value, str):
             value = value.strip()
         if self.pattern is not None and not re.fullmatch(self.pattern, str(value)):
@@ -144,6 +186,25 @@ class Slot:
                 raise TemplateError(f"the parser of {exc}") from None
             raise InvalidSlot(self.name, Problem("form", exc.problem, value=value)) from None
         return value
+
+    def _bounded(self, number: int | float, given: Any) -> int | float:
+        """A count is whole (and at least 1 unless declared); either within its bounds."""
+        shown = str(number if given is None else given).strip()
+        if self.kind == "count":
+            if isinstance(number, float) and not number.is_integer():
+                reason = Problem("whole", f"{shown!r} is not a whole number", value=shown)
+                raise InvalidSlot(self.name, reason)
+            number = int(number)
+        low = self.minimum if self.minimum is not None else (1 if self.kind == "count" else None)
+        if low is not None and number < low:
+            limit = _shown(low)
+            reason = Problem("too_small", f"{shown} is below {limit}", value=shown, options=[limit])
+            raise InvalidSlot(self.name, reason)
+        if self.maximum is not None and number > self.maximum:
+            limit = _shown(self.maximum)
+            reason = Problem("too_large", f"{shown} is above {limit}", value=shown, options=[limit])
+            raise InvalidSlot(self.name, reason)
+        return number
 
     def _choice(self, value: Any) -> str:
         assert self.choices is not None
@@ -206,6 +267,58 @@ class Slot:
         if isinstance(number, float) and number.is_integer() and not isinstance(value, float):
             return int(number)
         return number
+
+
+def _shown(limit: float) -> str:
+    return str(int(limit)) if float(limit).is_integer() else str(limit)
+
+
+_HH_MM = re.compile(r"([01]?\d|2[0-3])[:：.]([0-5]\d)")
+
+
+def _time_of_day(slot: str, value: Any) -> str:
+    """A time of day as HH:MM (24 hours); a ``datetime.time`` or "7:05" / "19:30" text."""
+    if isinstance(value, time):
+        return f"{value.hour:02d}:{value.minute:02d}"
+    m = _HH_MM.fullmatch(str(value).strip())
+    if m is None:
+        reason = Problem("time", f"{value!r} is not a time of day (HH:MM)", value=value)
+        raise InvalidSlot(slot, reason)
+    return f"{int(m.group(1)):02d}:{m.group(2)}"
+
+
+def _phone(slot: str, value: Any, region: str | None) -> str:
+    """A phone number in E.164 (+8613800138000); one without +code is read in ``region``
+    first, then in CN, US and GB (phonenumbers, Google's libphonenumber)."""
+    import phonenumbers
+
+    text = str(value).strip()
+    for where in dict.fromkeys([region, "CN", "US", "GB"]):
+        try:
+            number = phonenumbers.parse(text, where)
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number):
+            return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    reason = Problem("phone", f"{value!r} is not a phone number", value=value)
+    raise InvalidSlot(slot, reason)
+
+
+_EMAIL = re.compile(
+    r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,}"
+)
+"""An address as people type it (the dot-atom form of RFC 5322, a domain with a TLD)."""
+
+
+def _email(slot: str, value: Any) -> str:
+    """An email address, its domain in lower case (the part before @ is kept as typed)."""
+    text = str(value).strip()
+    if not _EMAIL.fullmatch(text) or len(text) > 254:
+        reason = Problem("email", f"{value!r} is not an email address", value=value)
+        raise InvalidSlot(slot, reason)
+    local, _, domain = text.rpartition("@")
+    return f"{local}@{domain.lower()}"
 
 
 @dataclass(frozen=True)
