@@ -18,8 +18,8 @@ _DIGITS = re.compile(
     r"(?![A-Za-z0-9\-/:])"
 )
 _EMAIL = re.compile(
-    r"(?<![\w.+\-])[A-Za-z0-9][A-Za-z0-9._%+\-]*@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?\.)+"
-    r"[A-Za-z]{2,}(?![\w\-])"
+    r"(?<![A-Za-z0-9.+\-_%])[A-Za-z0-9][A-Za-z0-9._%+\-]*@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?\.)+"
+    r"[A-Za-z]{2,}(?![A-Za-z0-9\-])"
 )
 _CN_MOBILE = re.compile(r"1[3-9]\d{9}")
 

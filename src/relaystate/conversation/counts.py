@@ -156,6 +156,9 @@ _PARTY = re.compile(
 )
 
 
+_GLUED = re.compile(r"(?<![\w.])(?P<n>\d+(?:\.\d+)?)(?P<unit>[a-z]+)(?![a-z])")
+
+
 @dataclass(frozen=True)
 class CountCandidate:
     start: int
@@ -207,6 +210,11 @@ def scan_counts(text: str, units: Sequence[str]) -> list[CountCandidate]:
     without a number; in order, none overlapping."""
     folded = fold(text)
     found: list[CountCandidate] = []
+    for m in _GLUED.finditer(folded):  # "5kg", "3hrs": find_numbers leaves digits glued to words
+        unit = next((u for u in units if m.group("unit") in UNITS[u][0]), None)
+        if unit is not None:
+            n = m.group("n")
+            found.append(CountCandidate(m.start(), m.end(), float(n) if "." in n else int(n), unit))
     for n in find_numbers(text):
         if n.currency:
             continue

@@ -18,7 +18,8 @@ Rules, so that every phrase has one answer:
 * 去年/今年/明年 and "last/this/next year" around a month-day (or a holiday) set its year.
 * Holidays by name (元旦, 国庆, 春节, 双十一, Christmas, Thanksgiving...): see :mod:`.holidays`.
 * For a slot that looks back (``past=True``: when was it bought?) every phrase without a year
-  goes back instead: the latest such day on or before today.
+  goes back instead: the latest such day on or before today ("on Monday", "this Monday"
+  too: the Monday gone).
 
 A phrase that looks like a date but is not one ("2月30日", "2027-13-01") is reported by
 :func:`scan_dates` with a reason instead of a value.
@@ -123,6 +124,8 @@ EN_RELATIVE = {
     "tmr": 1,
     "day after tomorrow": 2,
     "yesterday": -1,
+    "last night": -1,
+    "yesterday evening": -1,
     "day before yesterday": -2,
 }
 ZH_RELATIVE = {
@@ -142,6 +145,8 @@ ZH_RELATIVE = {
     "大後天": 3,
     "昨天": -1,
     "昨日": -1,
+    "昨晚": -1,
+    "昨儿": -1,
     "前天": -2,
     "大前天": -3,
 }
@@ -537,8 +542,13 @@ def _back(result: date, handler: Handler, m: re.Match[str], today: date) -> date
             earlier = _make(index // 12, index % 12 + 1, result.day)
             if earlier is not None and earlier <= today:
                 return earlier
-    if handler in (_en_weekday, _zh_weekday) and not groups.get("pre") and not groups.get("post"):
-        return result - timedelta(days=7)
+    pre = " ".join((groups.get("pre") or "").split())
+    if (
+        handler in (_en_weekday, _zh_weekday)
+        and pre in ("", "on", "this")
+        and not groups.get("post")
+    ):
+        return result - timedelta(days=7)  # "it broke on Monday": the Monday gone
     return result
 
 

@@ -478,6 +478,7 @@ class _Turn:
                 today=self.today,
                 expecting=expecting,
                 confirming=isinstance(step, AskConfirmation),
+                held=state.task.slots,
             )
         if not (found.values or is_yes(self.text) or is_no(self.text)):
             found.values.update(self._model_values(template))  # rules found nothing

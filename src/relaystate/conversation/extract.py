@@ -265,6 +265,8 @@ class _Hit:
     start: int
     end: int
     roles: list[tuple[Slot, str, bool]]
+    used: bool = False
+    """Whether a value was read at this cue (free text keeps the words of an unused one)."""
 
 
 class _Reader:
@@ -430,6 +432,9 @@ class _Reader:
                 continue
             self.items.append(_date_item(c, relevant))
 
+    def _weak(self, hit: _Hit) -> bool:
+        return " ".join(self.folded[hit.start : hit.end].split()) in WEAK_CUES
+
     def slots_of(self, *kinds: str) -> list[Slot]:
         return [s for s in self.template.slots if self.kinds[s.name] in kinds]
 
@@ -558,6 +563,7 @@ class _Reader:
                         continue
                     value, start, end = found
                     start, end = min(start, hit.start), max(end, hit.end)
+                    hit.used = True
                     self.add(slot, value, start, end)
                     self.claim(start, end)
                     self.anchors += 1
@@ -785,10 +791,12 @@ class _Reader:
             around.lower(),
         )
 
-    def masked(self) -> str:
+    def masked(self, *, free: bool = False) -> str:
+        """The text with every value and cue blotted out (``free``: only the cues that gave
+        a value, since "headache for three days" is one symptom, not a name after "for")."""
         chars = list(self.text)
         spans = [*self.claims, *((i.start, i.end) for i in self.items if i.kind != "block")]
-        spans += [(h.start, h.end) for h in self.hits]
+        spans += [(h.start, h.end) for h in self.hits if h.used or not free or not self._weak(h)]
         for start, end in spans:
             for i in range(start, end):
                 chars[i] = "\x00"
@@ -848,7 +856,7 @@ class _Reader:
     def fragments(self, *, free: bool) -> list[str]:
         """What is left of the utterance once every value read from it is taken out, in
         pieces, trimmed of filler; ``free`` text keeps its clauses together."""
-        pieces = re.split(r"\x00+", self.masked())
+        pieces = re.split(r"\x00+", self.masked(free=free))
         if not free:
             pieces = [p for piece in pieces for p in re.split(_CLAUSE_SPLIT, piece)]
         out: list[str] = []
@@ -871,9 +879,24 @@ class _Reader:
             and s.pattern is None
             and s.name != self.template.opening_slot
         ]
+        names = _template_words(self.template)
+        opening = self.template.opening_slot
+        if opening is not None and not self.cands[opening]:
+            # what the message says happened: its clauses that say more than the request and
+            # the task's name ("I want to file a claim, my car was rear-ended yesterday")
+            plain = _naming_words(self.template)
+            clauses = [
+                _trim(part, free=True)
+                for piece in self.fragments(free=True)
+                for part in _CLAUSE.split(piece)
+                if _meaningful(_drop(part, plain))
+            ]
+            if clauses:
+                value = ("，" if self.language == "zh" else ", ").join(clauses)
+                self.cands[opening].append(_Candidate(value, 0, 0, False, source="rest"))
+            return
         if len(free) != 1 or self.cands[free[0].name]:
             return
-        names = _template_words(self.template)
         pieces = [_drop(p, names) for p in self.fragments(free=True)]
         pieces = [p for p in pieces if _meaningful(p)]
         if pieces:
@@ -1049,6 +1072,8 @@ class _Reader:
 
 
 _CLAUSE_SPLIT = re.compile(r"[。！？!?；;\n，,、：:]+|\.(?:\s|$)")
+_CLAUSE = re.compile(r"[，,;；。!！?？]+|\.(?:\s|$)")
+"""Where a free-text message splits into clauses of its own."""
 _SHAPED = {
     "time": ("time", "a time of day I understand"),
     "phone": ("phone", "a phone number"),
@@ -1167,6 +1192,14 @@ def _template_words(template: TaskTemplate) -> list[str]:
         *(w for ws in template.triggers.values() for w in ws),
         *(w for ws in template.keywords.values() for w in ws),
     ]
+    return sorted({fold(w) for w in words if w}, key=len, reverse=True)
+
+
+def _naming_words(template: TaskTemplate) -> list[str]:
+    """The words that only name a task (its titles and their words, its keywords), not its
+    triggers, which may describe it ("keeps dying", "屏幕碎了")."""
+    words = [*template.titles.values(), *(w for ws in template.keywords.values() for w in ws)]
+    words += [w for t in template.titles.values() for w in fold(t).split() if len(w) >= 3]
     return sorted({fold(w) for w in words if w}, key=len, reverse=True)
 
 
@@ -1433,13 +1466,15 @@ def extract(
     expecting: str | None = None,
     confirming: bool = False,
     opening: bool = False,
+    held: Mapping[str, Any] | None = None,
 ) -> Extraction:
     """Read ``text`` (one user utterance) for ``template``'s slots.
 
     ``today`` resolves relative dates (see :func:`relaystate.conversation.clock.now`);
     ``expecting`` names the slot the task just asked for, so a bare answer ("上海", "Li Lei")
     fills it; ``confirming`` (the task asked for a confirmation) lets a bare number change the
-    one number slot ("150"). ``language`` ("zh"/"en") is accepted as a hint only: both
+    one number slot ("150"); ``held`` (the values the Task holds) reads a correction against
+    them ("8 instead of 7" after 19:00 is 20:00). ``language`` ("zh"/"en") is accepted as a hint only: both
     languages are always read, since people mix them ("从Beijing到Shanghai", "book 商务舱").
     """
     reader = _Reader(
@@ -1451,6 +1486,7 @@ def extract(
         confirming=confirming,
         opening=opening,
         language=language,
+        held=held,
     )
     reader.patterns()
     reader.contacts()

@@ -192,6 +192,7 @@ def _score_open(
         today=today,
         expecting=expecting,
         confirming=confirming,
+        held=state.task.slots,
     )
     c = Candidate(template, state, found, step)
     task = state.task
@@ -329,13 +330,17 @@ def describes(template: TaskTemplate, text: str) -> bool:
     """Whether an opening message says more than "I need a repair" (its keywords and a
     request): then all of it describes the case ("my phone won't charge")."""
     folded = fold(text)
-    for word in sorted(
-        {fold(w) for ws in template.keywords.values() for w in ws}, key=len, reverse=True
-    ):
+    words = [
+        *(w for ws in template.keywords.values() for w in ws),
+        *(w for ws in template.triggers.values() for w in ws),
+        *template.titles.values(),
+    ]
+    for word in sorted({fold(w) for w in words if w}, key=len, reverse=True):
         folded = folded.replace(word, " ")
     folded = _REQUEST.sub(" ", folded)
     folded = re.sub(
-        r"(?<![a-z])(?:a|an|the|my|to|for|please|get|it|i|i'd|i'm|some|with|help|要|我|的|了|一下|帮)"
+        r"(?<![a-z])(?:a|an|the|my|to|for|please|get|it|i|i'd|i'm|some|with|help|make|file|"
+        r"open|start|submit|new|want|need|like|would|can|could|要|我|的|了|一下|帮|想|申请|办)"
         r"(?![a-z])",
         " ",
         folded,

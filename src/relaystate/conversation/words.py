@@ -260,6 +260,6 @@ LEFTOVER_STOP = frozenset(
         "with from order number also too want need like can could would you get help some one "
         "another new again now then there here want wanna hi hello hey thanks thank ok okay "
         "yes sure do does did be been have has return give send back money refund refunded "
-        "let us"
+        "let us file make lodge raise submit open start book booking reserve"
     )
 )
