@@ -38,6 +38,7 @@ from .counts import scan_counts, unit_of
 from .dates import DateCandidate, scan_dates
 from .intents import REQUEST, control_word, is_correction, is_question, is_yes
 from .kinds import EXTRACTORS, extractor_of, said_of
+from .names import looks_chinese_name, scan_names
 from .numbers import NumberMatch, find_numbers, number_to_cn
 from .text import (
     NEVER,
@@ -192,6 +193,11 @@ def _cues(slot: Slot, kind: str) -> list[tuple[str, bool]]:
     words = slot.name.lower().split("_")
     names = {" ".join(words), *(w for w in words if len(w) >= 4)}
     names |= {fold(label) for label in slot.labels.values() if label}  # 原因是…, 金额改成…
+    names |= {  # 还车改到…: a label without what it is ("还车日期" is said "还车")
+        stem
+        for label in slot.labels.values()
+        if label and (stem := _LABEL_TAIL.sub("", fold(label))) != fold(label) and len(stem) >= 2
+    }
     out: list[tuple[str, bool]] = []
     for cue in [*declared, *sorted(names)]:
         if "{}" in cue:
@@ -200,6 +206,9 @@ def _cues(slot: Slot, kind: str) -> list[tuple[str, bool]]:
             continue
         out.append((cue, False))
     return [(c, b) for c, b in out if c]
+
+
+_LABEL_TAIL = re.compile(r"(?:日期|时间|城市|地址|电话|号码|人数|金额|姓名|名字|方式)$")
 
 
 def _choice_terms(slot: Slot) -> dict[str, str]:
@@ -468,6 +477,18 @@ class _Reader:
                 _Item("time", c.start, c.end, value, reason="bare" if c.bare else None)
             )
 
+    def names(self) -> None:
+        """A person's name said in free phrasing ("病人叫刘洋", "姓李", "王先生", "under
+        Garcia"): the one person slot's value."""
+        people = self.slots_of("person")
+        if len(people) != 1 or people[0].pattern is not None:
+            return
+        for c in scan_names(self.text):
+            if not overlaps(c.start, c.end, self.taken()):
+                self.add(people[0], c.value, c.start, c.end)
+                self.claim(c.start, c.end)
+                self.anchors += 1
+
     def counts(self) -> None:
         """Numbers said with what a count slot counts ("3 nights", "两位", "just me")."""
         units = {u: name for name, u in self.units.items()}
@@ -639,6 +660,8 @@ class _Reader:
         date_slots = [s for s in self.template.slots if self.kinds[s.name] == "date"]
         free = [s for s in date_slots if not self.cands[s.name]]
         dates = [i for i in self.items if i.kind == "date" and not i.used and i.value is not None]
+        if len(dates) == 1 and self.expecting in free:
+            free = [self.expecting]  # "tuesday", asked when the car comes back
         if len(free) == 1:
             for item in dates:
                 self.add(free[0], item.value, item.start, item.end, loose=True)
@@ -676,6 +699,13 @@ class _Reader:
                     self.add(numeric[0], n.value, n.start, n.end, source="number")
                     self.claim(n.start, back.end() if back else n.end)
             loose = [n for n in self.numbers if not overlaps(n.start, n.end, self.taken())]
+            held = self.held.get(numeric[0].name)
+            if self.correction and held is not None and not self.cands[numeric[0].name]:
+                fresh = [n for n in loose if n.value != held and not self.negated(n.start)]
+                if len(fresh) == 1:  # "actually more like 4,200", "金额不对，是1800"
+                    n = fresh[0]
+                    self.add(numeric[0], n.value, n.start, n.end, source="number")
+                    self.claim(n.start, n.end)
             if self.opening and len(loose) == 1 and not self.cands[numeric[0].name]:
                 # "refund ORD-10001 three hundred, they're defective": the message's one
                 # number, unless it counts things ("3 items") or names a model ("Pixel 8")
@@ -869,8 +899,11 @@ class _Reader:
     def leftover(self) -> None:
         """In the message that starts a task, what is left once its values, its trigger
         words and the request are taken out is the one free-text slot's value (the reason in
-        "refund ORD-10003, the screen scratches too easily")."""
+        "refund ORD-10003, the screen scratches too easily"). Later, a message that answers
+        nothing asked and describes what happened fills the opening slot if it is still empty
+        (a claim opened with "insurance claim please", then "my laptop was stolen")."""
         if not self.opening:
+            self._late_description()
             return
         free = [
             s
@@ -902,6 +935,29 @@ class _Reader:
         if pieces:
             value = max(pieces, key=len)
             self.cands[free[0].name].append(_Candidate(value, 0, 0, False, source="rest"))
+
+    def _late_description(self) -> None:
+        opening = self.template.opening_slot
+        asked = self.expecting
+        if opening is None or opening in self.held or asked is None or asked.name == opening:
+            return
+        if any(self.cands.values()) or self.kinds[opening] != "text":
+            return
+        if is_yes(self.text) or control_word(self.text) or is_question(self.text):
+            return
+        if _UNSURE.search(self.folded):
+            return  # "I don't know my policy number" says nothing that happened
+        plain = _naming_words(self.template)
+        clauses = [
+            _trim(part, free=True)
+            for piece in self.fragments(free=True)
+            for part in _CLAUSE.split(piece)
+            if _meaningful(_drop(part, plain)) and len(_drop(part, plain)) >= 6
+        ]
+        if clauses:
+            value = ("，" if self.language == "zh" else ", ").join(clauses)
+            self.cands[opening].append(_Candidate(value, 0, 0, False, source="rest"))
+            self.errors.pop(asked.name, None)
 
     def fallback(self) -> None:
         slot = self.expecting
@@ -944,6 +1000,8 @@ class _Reader:
                     shaped = pieces
             else:
                 shaped = [p for p in pieces if _shape_problem(p, kind) is None]
+                named = [p for p in shaped if looks_chinese_name(p)]
+                shaped = named or shaped  # "是我自己，孙丽": the piece with a surname
             if not shaped:
                 given = ", ".join(pieces)
                 self.errors[slot.name] = _shape_problem(given, kind) or Problem(
@@ -1072,6 +1130,10 @@ class _Reader:
 
 
 _CLAUSE_SPLIT = re.compile(r"[。！？!?；;\n，,、：:]+|\.(?:\s|$)")
+_UNSURE = re.compile(
+    r"(?<![a-z])(?:don'?t know|do not know|not sure|no idea|forgot|can'?t remember)(?![a-z])|"
+    r"不知道|不清楚|忘了|不记得|记不得"
+)
 _CLAUSE = re.compile(r"[，,;；。!！?？]+|\.(?:\s|$)")
 """Where a free-text message splits into clauses of its own."""
 _SHAPED = {
@@ -1474,8 +1536,9 @@ def extract(
     ``expecting`` names the slot the task just asked for, so a bare answer ("上海", "Li Lei")
     fills it; ``confirming`` (the task asked for a confirmation) lets a bare number change the
     one number slot ("150"); ``held`` (the values the Task holds) reads a correction against
-    them ("8 instead of 7" after 19:00 is 20:00). ``language`` ("zh"/"en") is accepted as a hint only: both
-    languages are always read, since people mix them ("从Beijing到Shanghai", "book 商务舱").
+    them ("8 instead of 7" after 19:00 is 20:00). ``language`` ("zh"/"en") is accepted as a
+    hint only: both languages are always read, since people mix them ("从Beijing到Shanghai",
+    "book 商务舱").
     """
     reader = _Reader(
         template,
@@ -1493,6 +1556,7 @@ def extract(
     reader.times()
     reader.dates()
     reader.counts()
+    reader.names()
     reader.choices()
     reader.amounts()
     reader.blockers()
