@@ -1000,8 +1000,8 @@ class _Reader:
                     shaped = pieces
             else:
                 shaped = [p for p in pieces if _shape_problem(p, kind) is None]
-                named = [p for p in shaped if looks_chinese_name(p)]
-                shaped = named or shaped  # "是我自己，孙丽": the piece with a surname
+                surnamed = [p for p in shaped if looks_chinese_name(p)]
+                shaped = surnamed or shaped  # "是我自己，孙丽": the piece with a surname
             if not shaped:
                 given = ", ".join(pieces)
                 self.errors[slot.name] = _shape_problem(given, kind) or Problem(

@@ -159,6 +159,27 @@ def names(template: TaskTemplate, folded: str) -> list[str]:
     return found
 
 
+_PLAIN_TITLE = frozenset(
+    "booking reservation request service order form the and for of new my a an online".split()
+)
+
+
+def title_words(template: TaskTemplate, folded: str) -> list[str]:
+    """The words of ``template``'s English title and of its slots' names that ``folded``
+    says ("table" of "table reservation", "room" of room_type, "car" of "car rental"): weak
+    evidence that a message without a trigger asks for it."""
+    words = {w for t in template.titles.values() if t.isascii() for w in fold(t).split()}
+    words |= {w for s in template.slots for w in s.name.lower().split("_") if len(w) >= 4}
+    words = {w for w in words if len(w) >= 3 and w not in _PLAIN_TITLE and w not in _SLOT_WORDS}
+    return sorted(w for w in words if contains(folded, w))
+
+
+_SLOT_WORDS = frozenset(
+    "name date time type number city phone email address size kind day days note notes".split()
+)
+"""Slot-name words too common to name a task."""
+
+
 def contains(folded: str, word: str) -> bool:
     """Whether ``word`` is in ``folded`` (as a whole word, when it is ASCII)."""
     if word.isascii():
@@ -220,6 +241,8 @@ def _score_open(
             continue
         if source not in STRONG:
             continue
+        if source == "loose" and names_another and not named:
+            continue  # "and a hotel in Boston for tonight": tonight is the hotel's, not ours
         if current is None:
             news += 1
             c.add(1.5, f"gives {slot_name}")
@@ -288,6 +311,8 @@ def _score_new(
     triggered = [w for w in named if w in _triggers(template)]
     if triggered:
         c.add(2.0, f"asked for ({', '.join(triggered)})")
+    elif not named and (titled := title_words(template, folded)):
+        c.add(1.0, f"a word of its name ({', '.join(titled)})")  # "table for two at 8"
     elif template.opening_slot and describes(template, text):
         # "手机一直卡", "my pixel 9 stopped charging": what the Task is about, described
         if named:
