@@ -2,7 +2,7 @@
 through relaystate's OpenAI-compatible client, and rules when none is (or when it fails).
 
 The model only understands and phrases: it is asked for slot values the rules could not read
-("me and my two colleagues" -> 3 people) and to reword each reply; every answer is checked
+("me, Mulder and Skinner" -> 3 people) and to reword each reply; every answer is checked
 (its JSON against the schema sent, each value by the slot's own rules, every number of a reply
 kept). The state machine decides what happens, with or without it.
 

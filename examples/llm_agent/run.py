@@ -3,9 +3,9 @@
     python examples/llm_agent/run.py                        # rules only
     RELAYSTATE_MODEL_BASE_URL=... RELAYSTATE_MODEL_NAME=... python examples/llm_agent/run.py
 
-Dana says "me and my two colleagues": the rules cannot count that, so without a model the
-agent asks again; with one, the model's answer (3) is checked by the slot's own rules and
-taken. Replies are reworded by the model, and kept as they are if a rewording drops or adds
+Dana says "me, Mulder and Skinner": the rules count numbers and phrases ("me and my two
+colleagues"), not a list of names, so without a model the agent asks again; with one, the
+model's answer (3) is checked by the slot's own rules and taken. Replies are reworded by the model, and kept as they are if a rewording drops or adds
 a number. Files go to ./demo-data (TABLE_DIR to move them).
 """
 
@@ -42,7 +42,7 @@ def main() -> None:
             return turn
 
         say("I'd like to book a table for tomorrow")
-        turn = say("me and my two colleagues")
+        turn = say("me, Mulder and Skinner")
         if turn.state is not None and "people" in turn.state.task.missing_slots:
             print("(the rules cannot count that; she says it again)")
             say("3")

@@ -64,7 +64,7 @@ def fake_model(body: dict[str, Any]) -> Reply:
     if system.startswith("You extract values"):
         fields = body["response_format"]["json_schema"]["schema"]["properties"]
         values: dict[str, Any] = dict.fromkeys(fields)
-        if "two colleagues" in said:
+        if "Mulder and Skinner" in said:
             values["people"] = 3
         return Reply(completion(json.dumps(values)))
     if system.startswith("Rewrite the assistant reply"):
@@ -86,7 +86,7 @@ def test_with_a_model_it_understands_more_and_rewords_every_reply(tmp_path: Path
         out = run("llm_agent", tmp_path, model_env(server))
     assert "understanding and replies: the model" in out
     assert "(the rules cannot count that" not in out  # the model counted them
-    assert "dana> me and my two colleagues\nrelaystate> Certainly. Under which name?" in out
+    assert "dana> me, Mulder and Skinner\nrelaystate> Certainly. Under which name?" in out
     assert "Certainly. Done: your table booking is complete. Reference: BOO-00001." in out
     asked = [r.body["messages"][0]["content"].split()[:2] for r in server.received]
     assert ["You", "extract"] in asked and ["Rewrite", "the"] in asked

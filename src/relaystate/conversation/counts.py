@@ -140,16 +140,26 @@ _UNIT_OF_NAME = {
 """Words of a slot's name, label or question -> the unit it counts (or measures)."""
 
 _ALONE = re.compile(
-    r"(?<![a-z])(?:just|only)\s+(?:me|myself|one|1)(?![a-z])|(?<![a-z])(?:me alone|myself only|"
+    r"(?<![a-z])(?:just|only)\s+(?:me|myself|one|1)(?![a-z])(?!\s+and)|(?<![a-z])(?:me alone|myself only|"
     r"solo|by myself|on my own|for one|table for one|party of one)(?![a-z])|"
     r"就?我一个人?|我自己|就我自己|只有我|一个人"
 )
+_RELATION = (
+    r"wife|husband|partner|girlfriend|boyfriend|fiance|fiancee|friend|son|daughter|mom|mum|dad|"
+    r"mother|father|colleague|boss|brother|sister|kid|child|baby|grandma|grandpa|cousin|roommate"
+)
 _TWO = re.compile(
-    r"(?<![a-z])(?:me and my|my (?:wife|husband|partner|girlfriend|boyfriend|friend|son|daughter|"
-    r"mom|mum|dad|mother|father|colleague|boss) and (?:i|me)|the two of us|both of us|a couple|"
-    r"us two)(?![a-z])|我和我?(?:老婆|老公|爱人|太太|先生|男朋友|女朋友|朋友|同事|妈妈|爸爸|孩子)|"
+    rf"(?<![a-z])(?:(?:me|myself) and my (?:{_RELATION})(?!s)|my (?:{_RELATION}) and (?:i|me)|"
+    r"the two of us|both of us|a couple|us two)(?![a-z])|"
+    r"我和我?(?:老婆|老公|爱人|太太|先生|男朋友|女朋友|朋友|同事|妈妈|爸爸|孩子|儿子|女儿)(?![们俩])|"
     r"我们俩|我们两个(?!人)|两口子|俩人"
 )
+_AND_MORE = re.compile(
+    rf"(?<![a-z])(?:me|myself|i) and (?:my |our )?(?P<n>\d{{1,2}}|two|three|four|five|six|seven|"
+    rf"eight|nine|ten) (?:{_RELATION}|people|others|guests|kids|children|friends|colleagues)"
+    r"(?:s|ren)?(?![a-z])|我和(?P<zn>[两二三四五六七八九])个(?:朋友|同事|孩子|家人|同学)"
+)
+"""Me and N others: N + 1 people."""
 _FAMILY = re.compile(r"一家([三四五六七八九])口")
 _PARTY = re.compile(
     r"(?<![a-z])(?:party|group|table|family|team)\s+(?:of|for)\s+(?P<n>\d{1,3}|[a-z]+)(?![a-z0-9])"
@@ -228,6 +238,11 @@ def scan_counts(text: str, units: Sequence[str]) -> list[CountCandidate]:
             numbers = find_numbers(m.group("n"))
             if numbers:
                 found.append(CountCandidate(m.start(), m.end(), numbers[0].value, "people"))
+        for m in _AND_MORE.finditer(folded):
+            said = m.group("n") or m.group("zn")
+            others = find_numbers(said)
+            if others:
+                found.append(CountCandidate(m.start(), m.end(), others[0].value + 1, "people"))
         for pattern, value in ((_ALONE, 1), (_TWO, 2)):
             for m in pattern.finditer(folded):
                 found.append(CountCandidate(m.start(), m.end(), value, "people"))

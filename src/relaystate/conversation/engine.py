@@ -28,7 +28,7 @@ from ..errors import (
     TemplateError,
 )
 from ..llm import Model, RouteCandidate, RuleModel, SlotSpec
-from ..model import Action, Message, TaskState
+from ..model import Action, Message, TaskState, TaskStatus
 from ..runtime.runtime import Runtime
 from ..runtime.turns import PendingTurn, ReplyContext, TurnResult
 from ..runtime.views import turn_view
@@ -238,6 +238,10 @@ class _Turn:
             self.why = f"nothing fits; the {here[0].task.type} {here[0].task.id[:8]} asks again"
             plain = is_yes(self.text) or is_no(self.text)
             return self._continue(here[0], prefix="" if plain else "unclear")
+        if best is None and not here:
+            answered = self._answers_elsewhere()
+            if answered is not None:
+                return answered
         if best is None:
             resumed = self._resumed_elsewhere()
             if resumed is not None:
@@ -327,6 +331,34 @@ class _Turn:
             if routing.names(self.p.template_of(state), folded):
                 return state
         return None
+
+    def _answers_elsewhere(self) -> TurnResult | None:
+        """From a new session, a message that plainly answers what one of the user's open
+        Tasks is waiting for (a number for "how many guests?", a date for "which day?") goes
+        to that Task: the only one that can take it."""
+        waiting = [
+            routing.OpenTask(s, self.p.template_of(s), step)
+            for s in self.p.open_tasks(limit=9)
+            if s.task.status == TaskStatus.WAITING_USER
+            and isinstance(step := self.p.next_step(s), AskSlot)
+        ]
+        if not waiting:
+            return None
+        candidates = routing.rank(
+            self.text, here=waiting, templates=[], language=self.lang, today=self.today
+        )
+        takers = [
+            c
+            for c in candidates
+            if isinstance(c.step, AskSlot)
+            and c.extraction.sources.get(c.step.slot) in routing.STRONG
+        ]
+        if len(takers) != 1:
+            return None
+        chosen = takers[0]
+        assert chosen.state is not None
+        self.why = f"answers what the {chosen.state.task.type} {chosen.state.task.id[:8]} asks"
+        return self._continue(chosen.state, chosen.extraction, chosen.step)
 
     def _resumed_elsewhere(self) -> TurnResult | None:
         """From a new session: the open Task the message names (its type, keywords or one of

@@ -139,6 +139,10 @@ _DANGLING = re.compile(
     re.IGNORECASE,
 )
 """What a clause trails off with once its value is taken out: "- and get", ", so"."""
+_TRAILING_VERB = re.compile(
+    r"(?:[\s,;]+(?:it's|it is|that's|that is|this is|is|are|was|were))+\s*$", re.I
+)
+"""A verb left without its complement once a value is taken out ("..., it's [urgent]")."""
 _NEGATION = re.compile(
     r"(?:(?<![a-z])(?:not|no|never|except|instead of|rather than)|n't(?:\s+(?:want|need|like))?"
     r"|不是|不要|不用|不坐|不去|不飞|不从|而不是|别|并非|并不是)\s*"
@@ -891,7 +895,9 @@ class _Reader:
             pieces = [p for piece in pieces for p in re.split(_CLAUSE_SPLIT, piece)]
         out: list[str] = []
         for piece in pieces:
-            piece = _not_but(_trim(piece, free=free))
+            piece = _trim(piece, free=free)
+            if not free:  # "osaka not tokyo" corrects; "the printer is not working" describes
+                piece = _not_but(piece)
             if piece and not _starts_negated(piece):
                 out.append(piece)
         return out
@@ -921,7 +927,7 @@ class _Reader:
             clauses = [
                 _trim(part, free=True)
                 for piece in self.fragments(free=True)
-                for part in _CLAUSE.split(piece)
+                for part in _CLAUSE.split(_TRAILING_VERB.sub("", piece))
                 if _meaningful(_drop(part, plain))
             ]
             if clauses:
