@@ -140,7 +140,8 @@ _UNIT_OF_NAME = {
 """Words of a slot's name, label or question -> the unit it counts (or measures)."""
 
 _ALONE = re.compile(
-    r"(?<![a-z])(?:just|only)\s+(?:me|myself|one|1)(?![a-z])(?!\s+and)|(?<![a-z])(?:me alone|myself only|"
+    r"(?<![a-z])(?:just|only)\s+(?:me|myself|one|1)(?![a-z])(?!\s+and)|"
+    r"(?<![a-z])(?:me alone|myself only|"
     r"solo|by myself|on my own|for one|table for one|party of one)(?![a-z])|"
     r"就?我一个人?|我自己|就我自己|只有我|一个人"
 )

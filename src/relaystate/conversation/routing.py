@@ -160,7 +160,7 @@ def names(template: TaskTemplate, folded: str) -> list[str]:
 
 
 _PLAIN_TITLE = frozenset(
-    ["booking", "reservation", "request", "service", "order", "form", "the", "and", "for", "of", "new", "my", "a", "an", "online"]
+    "booking reservation request service order form the and for of new my a an online".split()
 )
 
 
@@ -175,7 +175,7 @@ def title_words(template: TaskTemplate, folded: str) -> list[str]:
 
 
 _SLOT_WORDS = frozenset(
-    ["name", "date", "time", "type", "number", "city", "phone", "email", "address", "size", "kind", "day", "days", "note", "notes"]
+    "name date time type number city phone email address size kind day days note notes".split()
 )
 """Slot-name words too common to name a task."""
 
