@@ -160,7 +160,23 @@ def names(template: TaskTemplate, folded: str) -> list[str]:
 
 
 _PLAIN_TITLE = frozenset(
-    "booking reservation request service order form the and for of new my a an online".split()
+    [
+        "booking",
+        "reservation",
+        "request",
+        "service",
+        "order",
+        "form",
+        "the",
+        "and",
+        "for",
+        "of",
+        "new",
+        "my",
+        "a",
+        "an",
+        "online",
+    ]
 )
 
 
@@ -175,7 +191,23 @@ def title_words(template: TaskTemplate, folded: str) -> list[str]:
 
 
 _SLOT_WORDS = frozenset(
-    "name date time type number city phone email address size kind day days note notes".split()
+    [
+        "name",
+        "date",
+        "time",
+        "type",
+        "number",
+        "city",
+        "phone",
+        "email",
+        "address",
+        "size",
+        "kind",
+        "day",
+        "days",
+        "note",
+        "notes",
+    ]
 )
 """Slot-name words too common to name a task."""
 
