@@ -6,7 +6,8 @@
 Dana says "me, Mulder and Skinner": the rules count numbers and phrases ("me and my two
 colleagues"), not a list of names, so without a model the agent asks again; with one, the
 model's answer (3) is checked by the slot's own rules and taken. Replies are reworded by the
-model, and kept as they are if a rewording drops or adds a number. Files go to ./demo-data (TABLE_DIR to move them).
+model, and kept as they are if a rewording drops or adds a number. Files go to ./demo-data
+(TABLE_DIR to move them).
 """
 
 from __future__ import annotations
