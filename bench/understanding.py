@@ -46,9 +46,14 @@ from relaystate.demo import templates
 from relaystate.demo.after_sales import MODELS
 
 SETS_DIR = HERE / "understanding"
-SET_NAMES = ("dev", "dev2", "dev3", "heldout", "users", "users2")
+SET_NAMES = ("dev", "dev2", "dev3", "heldout", "users", "users2", "sample")
 """dev, dev2, dev3 (the demo agents) and users (six templates of bench/understanding/agents.py,
-declared as a new user would) are tuned on; heldout and users2 are only ever scored."""
+declared as a new user would) are tuned on; heldout and users2 are only ever scored, and so is
+sample: twenty conversations in the style of a held-out set, read in place from
+``UNDERSTANDING_SAMPLE`` (default /work/shared/data/understanding-examples.json), never copied."""
+SAMPLE = Path(
+    os.environ.get("UNDERSTANDING_SAMPLE", "/work/shared/data/understanding-examples.json")
+)
 DEFAULT_NOW = "2026-11-29T10:00:00"
 """A Sunday; the format's default clock."""
 SCOPE = Scope.user("u")
@@ -147,6 +152,8 @@ class Set:
 
 def load_set(name: str, console: Console) -> Set | None:
     """One set, or None (with a note) when its file is missing or unreadable."""
+    if name == "sample":
+        return _sample(console)
     path = SETS_DIR / f"{name}.json"
     if not path.exists():
         console.print(f"[yellow]note:[/] {path.relative_to(HERE.parent)} does not exist: skipped")
@@ -162,6 +169,33 @@ def load_set(name: str, console: Console) -> Set | None:
         for problem in lint_case(c):
             console.print(f"[yellow]note:[/] {name} {c.get('id', '?')}: {problem}")
     return Set(name, list(cases), factory, data.get("first_seen"))
+
+
+def _sample(console: Console) -> Set | None:
+    """The held-out style sample, in its own format (each case's final Task and slots, the
+    slots it must leave empty), read as this benchmark's cases."""
+    if not SAMPLE.exists():
+        console.print(f"[yellow]note:[/] {SAMPLE} does not exist: sample skipped")
+        return None
+    data = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    cases = []
+    for c in data["cases"]:
+        turns: list[dict[str, Any]] = [{"say": t, "expect": {}} for t in c["turns"]]
+        last = turns[-1]["expect"]
+        last["task"], last["slots"] = c["expected"]["type"], c["expected"]["slots"]
+        if c.get("not_set"):
+            last["absent"] = c["not_set"]
+        category = "corrections" if c.get("corrected") else "slot_values"
+        cases.append(
+            {
+                "id": c["id"],
+                "lang": c["lang"],
+                "category": category,
+                "now": data["now"][:19],
+                "turns": turns,
+            }
+        )
+    return Set("sample", cases)
 
 
 def _factory(ref: str) -> Any:
