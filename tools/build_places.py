@@ -57,7 +57,14 @@ METRO = {
 #: open data set lists them), and names in the city's own language. English first, then
 #: Chinese.
 ALIASES = {
-    ("New York City", "US"): ["NYC", "JFK Airport", "LaGuardia", "La Guardia", "Big Apple", "大苹果"],
+    ("New York City", "US"): [
+        "NYC",
+        "JFK Airport",
+        "LaGuardia",
+        "La Guardia",
+        "Big Apple",
+        "大苹果",
+    ],
     ("San Francisco", "US"): ["SF", "San Fran", "Frisco", "the City by the Bay"],
     ("Los Angeles", "US"): ["LA", "L.A.", "City of Angels", "天使之城"],
     ("Washington", "US"): ["DC", "Washington DC", "Washington D.C.", "Dulles"],
