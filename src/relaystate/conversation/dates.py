@@ -370,6 +370,67 @@ def _add_months(day: date, months: int) -> date:
     return date(year, month + 1, min(day.day, last))
 
 
+def _dm(m: re.Match[str], today: date) -> Result:
+    """24/12, 25/10/2026: day first, read only when the first number cannot be a month."""
+    year = int(m["y"]) if m.groupdict().get("y") else None
+    if year is not None and year < 100:
+        year += 2000
+    return _explicit(year, int(m["m"]), int(m["d"]), today)
+
+
+def _month_end(m: re.Match[str], today: date) -> Result:
+    """月底, 下个月底, "the end of the month", "end of next month": the month's last day."""
+    ahead = 1 if (m["rel"] or "").strip().startswith(("下", "next")) else 0
+    first = _add_months(today.replace(day=1), ahead)
+    return first.replace(day=calendar.monthrange(first.year, first.month)[1])
+
+
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3}
+_ORDINALS |= {"fourth": 4, "4th": 4, "last": -1}
+
+
+def _nth_weekday(m: re.Match[str], today: date) -> Result:
+    """ "the last Friday of the month", "the first Monday of next month / of March": the
+    month named, or this month while that day is still ahead (else next month)."""
+    weekday, nth = WEEKDAYS[m["wd"]], _ORDINALS[m["nth"]]
+    rel, mon = (m["rel"] or "").strip(), m["mon"]
+
+    def pick(year: int, month: int) -> date | None:
+        days = [
+            date(year, month, d)
+            for d in range(1, calendar.monthrange(year, month)[1] + 1)
+            if date(year, month, d).weekday() == weekday
+        ]
+        return days[nth - 1 if nth > 0 else nth] if nth <= len(days) else None
+
+    if mon:
+        month = MONTHS[mon]
+        year = today.year if month >= today.month else today.year + 1
+        found = pick(year, month)
+        if found is not None and found < today:
+            found = pick(year + 1, month)
+        return found
+    start = _add_months(today.replace(day=1), 1 if rel == "next" else 0)
+    found = pick(start.year, start.month)
+    if found is not None and found < today and rel != "next":
+        later = _add_months(start, 1)
+        found = pick(later.year, later.month)
+    return found
+
+
+def _offset_from(m: re.Match[str], today: date) -> Result:
+    """ "a week from tomorrow", "3 days after Friday": a count of days or weeks from a day."""
+    n = _count(m["n"])
+    if n is None:
+        return None
+    days = n * 7 if m["unit"].startswith("week") else n
+    base = m["base"]
+    start = today + timedelta(days=EN_RELATIVE[base]) if base in EN_RELATIVE else None
+    if start is None:
+        start = _upcoming(today, WEEKDAYS[base])
+    return start + timedelta(days=days)
+
+
 _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (
         re.compile(
@@ -394,6 +455,13 @@ _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
             r"(?:/(?P<y>\d{4}|\d{2}))?(?![\d/])"
         ),
         _md,
+    ),
+    (
+        re.compile(
+            r"(?<![\d/.])(?P<d>1[3-9]|2\d|3[01])/(?P<m>1[0-2]|0?[1-9])"
+            r"(?:/(?P<y>\d{4}|\d{2}))?(?![\d/])"
+        ),
+        _dm,
     ),
     (
         re.compile(
@@ -478,6 +546,27 @@ _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
         _offset,
     ),
     (re.compile(rf"过\s*(?P<n>{_COUNT})\s*(?P<unit>天)(?P<dir>)"), _offset),
+    (re.compile(r"(?P<rel>下下?个?|这个?|本)?月(?:底|末)"), _month_end),
+    (
+        re.compile(
+            r"(?<![a-z])(?:the\s+)?end\s+of\s+(?:the\s+)?(?P<rel>this\s+|next\s+)?month(?![a-z])"
+        ),
+        _month_end,
+    ),
+    (
+        re.compile(
+            rf"(?<![a-z])(?:the\s+)?(?P<nth>{'|'.join(_ORDINALS)})\s+(?P<wd>{_WD})\s+"
+            rf"(?:of|in)\s+(?:(?:the\s+)?(?P<rel>this|next)?\s*month|(?P<mon>{_MON}))(?![a-z])"
+        ),
+        _nth_weekday,
+    ),
+    (
+        re.compile(
+            rf"(?<![a-z\d])(?P<n>{_EN_COUNT})\s+(?P<unit>days?|weeks?)\s+(?:from|after)\s+"
+            rf"(?P<base>tomorrow|today|{'|'.join(sorted(_FULL_WEEKDAYS))})(?![a-z])"
+        ),
+        _offset_from,
+    ),
 ]
 
 _EXPLICIT = {_iso, _zh_ymd, _en_md, _md, _zh_month_rel, _day_only, _zh_year_today}

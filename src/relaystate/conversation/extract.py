@@ -110,6 +110,17 @@ _SWAP = re.compile(
     r"(?:no|nope|sorry|i mean|or rather|make that|wait|不对|不是|算了)(?![a-z])[\s,，.!！]*"
     r"(?:sorry[\s,]*|还是|是)?"
 )
+_OLD_BEFORE = re.compile(
+    r"(?:(?<![a-z])(?:instead\s+of|rather\s+than)|而不是)\s*$"
+    r"|(?P<then>(?:^|(?<=[\s,，。.!！]))(?:not|并?不是|不要)\s*)$"
+)
+"""Words before a held value that mark it as the one replaced: after the new value
+("JFK instead of Newark") or before it (``then``: "not Newark but JFK", "不是苏州，是杭州")."""
+_NEW_AFTER = re.compile(
+    r"\s*(?:(?P<to>(?<![a-z])(?:to|into|for|with)(?![a-z])|->|→|改成|改为|换成|换为|变成|改到)"
+    r"|(?:[,，;；]\s*)?(?:(?<![a-z])but(?![a-z])|而是|是)|[,，;；])\s*(?:(?:it'?s|is)\s+)?"
+)
+"""Words after a held value that lead to its replacement."""
 _WORD_BEFORE = re.compile(r"([A-Za-z][A-Za-z']*)\s+$")
 
 
@@ -144,8 +155,9 @@ _TRAILING_VERB = re.compile(
 )
 """A verb left without its complement once a value is taken out ("..., it's [urgent]")."""
 _NEGATION = re.compile(
-    r"(?:(?<![a-z])(?:not|no|never|except|instead of|rather than)|n't(?:\s+(?:want|need|like))?"
-    r"|不是|不要|不用|不坐|不去|不飞|不从|而不是|别|并非|并不是)\s*"
+    r"(?:(?<![a-z])(?:not|no|never|except(?:\s+for)?|instead of|rather than|anything but|"
+    r"other than|apart from)|n't(?:\s+(?:want|need|like))?"
+    r"|不是|不要|不用|不坐|不去|不飞|不从|而不是|别|并非|并不是|除了)\s*"
     r"(?:(?:the|a|an|from|to|on|in|at|fly|go|be|with)\s+)?$"
 )
 _NOT_BUT = (
@@ -862,6 +874,43 @@ class _Reader:
                 self.add(slot, found[0], found[1], found[2])
                 self.claim(found[1], found[2])
 
+    def replaced(self) -> None:
+        """A held value named as the old one ("JFK instead of Newark", "不是苏州，是杭州",
+        "change Newark to JFK", "把张伟改成张玮"): the new value said with it replaces that
+        slot's value, whichever slot is being asked."""
+        if not self.correction or not self.held:
+            return
+        for slot in self.template.slots:
+            kind = self.kinds[slot.name]
+            held = self.held.get(slot.name)
+            if kind not in ("place", "person", "text") or not isinstance(held, str):
+                continue
+            if slot.pattern is not None or len(held) < 2:
+                continue
+            if any(fold(str(c.value)) != fold(held) for c in self.cands[slot.name]):
+                continue
+            at = self.folded.find(fold(held))
+            if at < 0:
+                continue
+            end = at + len(held)
+            found = None
+            marker = _OLD_BEFORE.search(self.folded[:at])
+            after = _NEW_AFTER.match(self.folded, end)
+            if marker and marker["then"] is None:  # "JFK instead of Newark"
+                found = _read_before(self, self.prev_stop(marker.start()), marker.start(), kind)
+            elif after and (marker or after["to"]):  # "不是苏州，是杭州", "Newark to JFK"
+                found = _read_after(self, after.end(), self.next_stop(after.end()), kind)
+            if (
+                found is not None
+                and not _says_nothing(str(found[0]), kind)
+                and fold(str(found[0])) != fold(held)
+            ):
+                for name, cands in self.cands.items():  # "to Boston" read by its cue
+                    keep = [c for c in cands if not overlaps(c.start, c.end, [found[1:]])]
+                    self.cands[name] = keep if name != slot.name else []
+                self.add(slot, found[0], found[1], found[2])
+                self.claim(min(found[1], at), max(found[2], end))
+
     def named(self) -> None:
         """A clause that is nothing but a capitalised name ("for my mom, Li Fang, from
         Guangzhou", "economy, Tom Hughes") is the one person slot's value, when no cue gave
@@ -1109,6 +1158,11 @@ class _Reader:
                     if not any(str(c.value).startswith(o) and str(c.value) != o for o in shorter)
                 ]
             distinct = {repr(c.value): c.value for c in kept}
+            if self.kinds[slot.name] == "place" and len(distinct) > 1:
+                known = [c for c in kept if _city(str(c.value)) is not None]
+                if known and len(known) < len(kept):  # 回趟家看爸妈…回蓉城: the city
+                    kept = known
+                    distinct = {repr(c.value): c.value for c in kept}
             if self.kinds[slot.name] == "place" and len(distinct) > 1:
                 cities = {_city(str(v)) for v in distinct.values()}
                 if len(cities) == 1 and None not in cities:  # 上海 and 虹桥: one city
@@ -1401,6 +1455,11 @@ def _read_after(reader: _Reader, pos: int, stop: int, kind: str) -> tuple[Any, i
             if airport:  # 上海虹桥机场: the airport, not only its city
                 end += airport.end()
             return text[start:end], start, end
+        near = places.gazetteer().near(text, start, stop)
+        typed = text[start : near[1]] if near is not None else ""
+        # "from san fransisco", "to Chicgo": a city typed with a slip; "to change" is a verb
+        if near is not None and (" " in typed or typed[:1].isupper() or len(typed) >= 9):
+            return near[0], start, near[1]
     if is_cjk(text[start]):
         end = start
         while end < stop and (is_cjk(text[end]) or text[end] == "·"):
@@ -1569,6 +1628,7 @@ def extract(
     reader.cues()
     reader.loose()
     reader.swapped()
+    reader.replaced()
     reader.named()
     reader.guard()
     reader.fallback()

@@ -389,6 +389,8 @@ REQUEST = phrases(
 _CORRECTION = re.compile(
     r"(?<![a-z])(?:actually|instead|rather|correction|scratch that|i meant|i mean|"
     r"(?:change|switch|update|set)\s+(?:(?:it|that|this)\s+|(?:the|my)\s+[a-z]+(?:\s+[a-z]+)?\s+)?to|"
+    r"(?:change|switch)\s+[\w'-]+(?:\s+[\w'-]+)?\s+to|"
+    r"not\s+[^,.;]+[,;]\s*(?:it'?s|it\s+is|but|rather)|"
     r"make\s+(?:it|that|this)|not\s+.+?\s+but|(?:is|was|are)\s+wrong)(?![a-z])|'s\s+wrong(?![a-z])"
     r"|^\s*(?:no|nope|nah|sorry|oops|wait)\b(?![\s,.!]+(?:problem|worries|doubt|thanks))"
     r"[\s,.!]+\S|^\s*(?:(?:hmm|um|uh|oh|well|wait|ok|okay|sorry|oops)[\s,.!]+)*"
@@ -396,7 +398,8 @@ _CORRECTION = re.compile(
     # a value taken back in the middle: "Friday, no, Saturday", "120, sorry, 150"
     r"|(?:[,;]|\.{2,}|…)\s*(?:(?:oh|er|erm|uh|um|hmm)\s+)?"
     r"(?:no|nope|wait|sorry|oops|i mean|or rather|make that)(?![a-z])"
-    r"|算了\s*(?:还是|就|改)|[，,…]+\s*还是|"
+    r"|(?:never\s*mind|on second thought)(?=[\s,.!]+\S)"
+    r"|算了(?=[，,…\s]*[^\s，,…。.!！]+)|[，,…]+\s*还是|"
     r"改成|改为|改到|改一下|改下|换成|换为|换到|变成|不对(?!劲)|更正|应该是|我是说|我的意思是|"
     r"搞错了|说错了|打错了|写错了|填错了|弄错了|其实|更改|修改|不是.+?是|[哦噢啊呃额]\s*不[，,\s]|[，,]\s*不[，,]"
 )

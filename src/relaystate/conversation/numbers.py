@@ -88,7 +88,14 @@ def _tidy(value: float) -> int | float:
 
 
 _CN_SPOKEN = "零一二三四五六七八九"
-_ONE_AS_WORD = re.compile(r"[下直共起些点样定般旦切会致再向边面路同律概时旁瞬周看]")
+_ONE_AS_WORD = re.compile(r"[下直共起些点样定般旦切会致再向边面路同律概时旁瞬周看半]")
+_FINANCIAL = str.maketrans(
+    "壹贰貳叁參肆伍陆陸柒捌玖拾佰仟萬億兩", "一二二三三四五六六七八九十百千万亿两"
+)
+"""Banker's numerals (壹仟贰佰, written on cheques and receipts) as the everyday ones."""
+_CN_RANGE = re.compile(r"([一二两三四五六七八九])([二两三四五六七八九])(?=[十百千万])")
+"""两三百, 一两千: a guess between two numbers, not a number."""
+_CENTS = re.compile(r"\s*(?:and\s+)?(?P<n>\d{1,2}|[a-z]+(?:[\s-][a-z]+)?)\s*(?:cents?|c)(?![a-z])")
 
 
 def number_to_cn(n: int) -> str | None:
@@ -228,6 +235,24 @@ def _run_words(folded: str) -> list[tuple[int, int, str]]:
     return found
 
 
+def _is_range(numeral: str) -> bool:
+    """两三百, 三四十: two neighbouring digits before a unit give a rough range; so does
+    百八十 ("a hundred or eighty")."""
+    if re.match(r"[百千万][一二两三四五六七八九][十百千](?![一二三四五六七八九])", numeral):
+        return True  # 百八十, 千八百: "a hundred or so"
+    for m in _CN_RANGE.finditer(numeral):
+        low, high = CN_DIGITS[m.group(1)], CN_DIGITS[m.group(2)]
+        if high == low + 1:
+            return True
+    return False
+
+
+def _cents(said: str) -> int | None:
+    """The cents after an amount in dollars: "50", "fifty", "twenty-five"; None past 99."""
+    value = int(said) if said.isdigit() else en_to_number(re.split(r"[\s-]+", said))
+    return value if value is not None and 0 < value < 100 else None
+
+
 def find_numbers(text: str) -> list[NumberMatch]:
     """Every number in ``text``, left to right, with any attached currency in its span.
 
@@ -264,10 +289,13 @@ def find_numbers(text: str) -> list[NumberMatch]:
         if negative:
             value, start = -value, start - 1
         found.append((start, end, value))
-    for m in () if folded.isascii() else _CN.finditer(folded):
+    cn_view = folded if folded.isascii() else folded.translate(_FINANCIAL)
+    for m in () if folded.isascii() else _CN.finditer(cn_view):
         if not any(ch in "零〇一二两三四五六七八九十" for ch in m.group()):
             continue
-        if m.group() == "一" and _ONE_AS_WORD.match(folded, m.end()):
+        if _is_range(m.group()):
+            continue
+        if m.group() == "一" and _ONE_AS_WORD.match(cn_view, m.end()):
             continue  # 一下, 一直, 一共, 一起: a word, not the number one
         cn = cn_to_number(m.group())
         if cn is not None:
@@ -295,6 +323,14 @@ def find_numbers(text: str) -> list[NumberMatch]:
                 tenths = jiao.group(1)
                 value += CN_DIGITS.get(tenths, 0) / 10 if tenths in CN_DIGITS else int(tenths) / 10
                 end = jiao.end()
+        dollars = (suffix and suffix.group().strip()[:1] in "db") or (
+            prefix and prefix.group().strip() in ("$", "usd", "us$")
+        )
+        cents = _CENTS.match(folded, end) if dollars and float(value).is_integer() else None
+        hundredths = _cents(cents["n"]) if cents else None
+        if cents and hundredths is not None:  # "forty-five dollars and fifty cents"
+            value += hundredths / 100
+            end = cents.end()
         last_end = max(last_end, end)
         if not math.isfinite(value) or abs(value) > MAX_SAFE_INTEGER:
             continue  # a number that cannot be an amount (400 digits: inf) is no number
