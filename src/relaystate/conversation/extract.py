@@ -30,14 +30,14 @@ from typing import Any
 
 from ..errors import InvalidSlot
 from ..task.problems import Problem
-from ..task.templates import Slot, TaskTemplate
-from . import fuzzy, places
+from ..task.templates import EXTRACTORS, Slot, TaskTemplate
+from . import fuzzy, holidays, places
 from .addresses import scan_addresses
 from .contacts import regions, scan_emails, scan_phones
 from .counts import scan_counts, unit_of
 from .dates import DateCandidate, scan_dates
 from .intents import REQUEST, control_word, is_correction, is_question, is_yes
-from .kinds import EXTRACTORS, extractor_of, said_of
+from .kinds import extractor_of, said_of
 from .names import looks_chinese_name, scan_names
 from .numbers import NumberMatch, find_numbers, number_to_cn
 from .text import (
@@ -68,6 +68,8 @@ from .words import (
     NAME_PARTICLES,
     NOT_BEFORE_ORIGIN,
     NOT_CHOICE_NEXT,
+    ORDINAL_NOT_NEXT,
+    ORDINALS,
     ORIGIN_NAMES,
     POLITE_TAIL,
     ROLE_CUES,
@@ -110,6 +112,10 @@ _SWAP = re.compile(
     r"(?:no|nope|sorry|i mean|or rather|make that|wait|不对|不是|算了)(?![a-z])[\s,，.!！]*"
     r"(?:sorry[\s,]*|还是|是)?"
 )
+_TO_A_PLACE = re.compile(
+    r"(?<![a-z])(?:in|to|from|at|near|around|visit|visiting|into|via)\s+(?:the\s+)?"
+)
+"""Words after which a misspelt city is looked for."""
 _OLD_BEFORE = re.compile(
     r"(?:(?<![a-z])(?:instead\s+of|rather\s+than)|而不是)\s*$"
     r"|(?P<then>(?:^|(?<=[\s,，。.!！]))(?:not|并?不是|不要)\s*)$"
@@ -330,6 +336,14 @@ class _Reader:
         self.errors: dict[str, str] = {}
         self.numbers: list[NumberMatch] = []
 
+    @property
+    def about(self) -> str:
+        """What the task is about, in its own words (type, titles, triggers)."""
+        t = self.template
+        words = [t.type.replace("_", " "), *t.titles.values()]
+        words += [w for listed in t.triggers.values() for w in listed]
+        return " | ".join(words)
+
     # -- spans
 
     def taken(self) -> list[tuple[int, int]]:
@@ -488,7 +502,7 @@ class _Reader:
         for c in scan_times(self.text):
             if overlaps(c.start, c.end, self.taken()):
                 continue
-            value = settle(c, self.text, held if isinstance(held, str) else None)
+            value = settle(c, self.text, held if isinstance(held, str) else None, about=self.about)
             self.items.append(
                 _Item("time", c.start, c.end, value, reason="bare" if c.bare else None)
             )
@@ -530,7 +544,8 @@ class _Reader:
                     continue
                 if term.isascii():
                     following = re.match(r"\s+([a-z]+)", self.folded[end:])
-                    if following and following.group(1) in NOT_CHOICE_NEXT:
+                    after = following.group(1) if following else ""
+                    if after in NOT_CHOICE_NEXT or (term in ORDINALS and after in ORDINAL_NOT_NEXT):
                         continue
                 tail = around.match(self.folded, end) if words else None
                 if tail:
@@ -583,7 +598,7 @@ class _Reader:
         if not table:
             return
         for m in pattern.finditer(self.folded):
-            if overlaps(m.start(), m.end(), self.taken()):
+            if overlaps(m.start(), m.end(), self.taken()) or self._in_a_place(m.start(), m.end()):
                 continue
             self.hits.append(_Hit(m.start(), m.end(), table[" ".join(m.group("cue").split())]))
         for hit in list(self.hits):
@@ -605,6 +620,19 @@ class _Reader:
                     self.claim(start, end)
                     self.anchors += 1
                     break
+
+    def _in_a_place(self, start: int, end: int) -> bool:
+        """Whether a cue word is part of a city's name ("city" in "the Windy City", "to" in
+        "Toronto" is not a word): then it introduces nothing."""
+        if not self.slots_of("place"):
+            return False
+        found = places.gazetteer()
+        for m in re.finditer(r"(?<![^\W\d_])[^\W\d_]", self.text[max(0, start - 24) : start]):
+            begin = max(0, start - 24) + m.start()
+            hit = found.at(self.text, begin)
+            if hit is not None and hit[1] >= end:
+                return True
+        return False
 
     def _item_after(self, pos: int, kind: str, slot: Slot) -> _Item | None:
         skip = _CONNECTOR.match(self.folded, pos)
@@ -676,6 +704,9 @@ class _Reader:
         date_slots = [s for s in self.template.slots if self.kinds[s.name] == "date"]
         free = [s for s in date_slots if not self.cands[s.name]]
         dates = [i for i in self.items if i.kind == "date" and not i.used and i.value is not None]
+        settled = all(s.name in self.held and s != self.expecting for s in free)
+        if settled and not self.correction:  # "it was a Christmas present": not a new date
+            dates = [i for i in dates if not holidays.find(self.text[i.start : i.end])]
         if len(dates) == 1 and self.expecting in free:
             free = [self.expecting]  # "tuesday", asked when the car comes back
         if len(free) == 1:
@@ -817,7 +848,7 @@ class _Reader:
         free = [s for s in slots if not self.cands[s.name]]
         if len(free) != 1 or (len(slots) > 1 and _role(free[0]) is not None):
             return
-        cities = self._cities()
+        cities = self._cities() or self._near_cities()
         if cities:
             city, start, end = cities[-1] if self.correction else cities[0]
             self.add(free[0], city, start, end, source="loose")
@@ -1002,6 +1033,8 @@ class _Reader:
             return
         if _UNSURE.search(self.folded):
             return  # "I don't know my policy number" says nothing that happened
+        if self.text.isascii() and len(self.text.split()) < 3:
+            return  # "li.ting@example": a bad answer to what was asked, not a story
         plain = _naming_words(self.template)
         clauses = [
             _trim(part, free=True)
@@ -1107,7 +1140,8 @@ class _Reader:
             if 0 <= n.value <= 24:
                 held = self.held.get(slot.name)
                 bare = TimeCandidate(n.start, n.end, int(n.value) % 24, 0, n.value > 12)
-                value = settle(bare, self.text, held if isinstance(held, str) else None)
+                held_time = held if isinstance(held, str) else None
+                value = settle(bare, self.text, held_time, about=self.about)
                 self.add(slot, value, n.start, n.end, source="number")
                 return True
         return False
@@ -1129,6 +1163,17 @@ class _Reader:
             if whole and not self.negated(pos):
                 found.append((self.text[pos:end], pos, end))
             pos = end
+        return found
+
+    def _near_cities(self) -> list[tuple[str, int, int]]:
+        """Cities typed with a slip after a word that leads to a place ("a room in san
+        fransisco"), as the data spells them."""
+        masked = self.masked()
+        found: list[tuple[str, int, int]] = []
+        for m in _TO_A_PLACE.finditer(fold(masked)):
+            near = places.gazetteer().near(masked, m.end(), len(masked))
+            if near is not None and "\x00" not in masked[m.end() : near[1]]:
+                found.append((near[0], m.end(), near[1]))
         return found
 
     def guard(self) -> None:
@@ -1194,7 +1239,7 @@ _UNSURE = re.compile(
     r"(?<![a-z])(?:don'?t know|do not know|not sure|no idea|forgot|can'?t remember)(?![a-z])|"
     r"不知道|不清楚|忘了|不记得|记不得"
 )
-_CLAUSE = re.compile(r"[，,;；。!！?？]+|\.(?:\s|$)")
+_CLAUSE = re.compile(r"[，,;；。!！?？：]+|:(?=\s)|\.(?:\s|$)")
 """Where a free-text message splits into clauses of its own."""
 _SHAPED = {
     "time": ("time", "a time of day I understand"),

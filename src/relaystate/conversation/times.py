@@ -172,15 +172,27 @@ def scan_times(text: str) -> list[TimeCandidate]:
     return sorted(found, key=lambda c: c.start)
 
 
-def settle(candidate: TimeCandidate, text: str, held: str | None = None) -> str:
-    """HH:MM for ``candidate``: a bare hour from 1 to 11 moves to the afternoon when the
-    message speaks of the evening (dinner, tonight, 晚上) and not of the morning, or when
-    the value it replaces (``held``, HH:MM) was in the afternoon ("8 instead of 7")."""
+_DINING = re.compile(
+    r"(?<![a-z])(?:restaurant|dinner|supper|table|bar|pub|party|banquet|show|concert)s?"
+    r"(?![a-z])|餐|饭|桌|宴|酒吧|聚会|演出"
+)
+"""What a task is about when its times are in the evening unless said otherwise."""
+
+
+def settle(candidate: TimeCandidate, text: str, held: str | None = None, *, about: str = "") -> str:
+    """HH:MM for ``candidate``, a bare hour from 1 to 11 read as people mean it: in the
+    afternoon when the message speaks of the evening (dinner, tonight, 晚上) and not of the
+    morning, when the value it replaces (``held``, HH:MM) was in the afternoon ("8 instead
+    of 7"), when it is 1 to 6 (nobody books at 3 in the night; 凌晨 and "am" say so), and from
+    5 to 10 when the task is ``about`` an evening thing (a restaurant table: "7点" is 19:00)."""
     if candidate.certain or not 1 <= candidate.hour <= 11:
         return candidate.value
     folded = fold(text)
-    evening = bool(_EVENING.search(folded)) and not _MORNING.search(folded)
+    if _MORNING.search(folded):
+        return candidate.value
+    evening = bool(_EVENING.search(folded))
     held_pm = held is not None and re.fullmatch(r"\d{2}:\d{2}", held) and int(held[:2]) >= 13
-    if evening or (held_pm and not _MORNING.search(folded)):
+    dining = 5 <= candidate.hour <= 10 and bool(_DINING.search(fold(about)))
+    if evening or held_pm or candidate.hour <= 6 or dining:
         return f"{candidate.hour + 12:02d}:{candidate.minute:02d}"
     return candidate.value

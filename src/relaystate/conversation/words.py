@@ -249,9 +249,13 @@ FALLBACK_STOP = phrases(
 NOT_CHOICE_NEXT = frozenset(
     wordlist(
         "trip trips meeting meetings travel purposes purpose reasons reason day days time "
-        "times of thing things hour hours"
+        "times hour hours"
     )
 )
+ORDINAL_NOT_NEXT = frozenset(wordlist("of thing things"))
+"""After an ordinal choice ("first", "second"), words that make it no choice: "first of
+all", "first thing tomorrow" (while "a minor thing" still says minor)."""
+ORDINALS = frozenset(wordlist("first second third last next"))
 
 
 LEFTOVER_STOP = frozenset(

@@ -37,6 +37,20 @@ address; a ``place`` (a city, by its name in the conversation's language) or a `
 name (both text, read as such)."""
 TEXT_KINDS = ("text", "place", "person")
 """The kinds stored as the text that was said (trimmed)."""
+EXTRACTORS = (
+    "text",
+    "place",
+    "person",
+    "order_id",
+    "amount",
+    "number",
+    "count",
+    "time",
+    "phone",
+    "email",
+    "address",
+)
+"""How a slot's value may be read from what people say (``Slot(extractor=...)``)."""
 FILLED_BY = ("user", "operator")
 UPGRADE_POLICIES = ("auto", "pinned")
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -62,11 +76,16 @@ class Slot:
     ask: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
     """What to call this slot in a reply, per language ("date" -> "出发日期")."""
-    #: How a text slot's value is read from an utterance (relaystate.conversation): "place",
-    #: "person", "order_id", "amount", "number" or "text" (the default: free text).
+    #: How the value is read from an utterance, when the name, labels and question do not
+    #: say it already (see the template guide): for a text slot "text" (free text),
+    #: "place", "person", "order_id", "address", "time", "phone", "email", "amount",
+    #: "number" or "count"; for a number slot "amount", "number" or "count". Checked when
+    #: the template is declared.
     extractor: str | None = None
     #: Language -> words that introduce this slot's value: {"en": ["from"], "zh": ["从"]}.
-    #: "{}" marks where the value goes when it comes before the word: "{}出发".
+    #: "{}" marks where the value goes when it comes before the word: "{}出发" (once, at
+    #: the start or the end). Declared cues replace the kind's defaults; the slot's name
+    #: and labels are always cues too. Checked when the template is declared.
     cues: Mapping[str, Sequence[str]] = field(default_factory=dict)
     #: Language -> value -> what to call it: {"zh": {"economy": "经济舱"}}. Without it a
     #: Chinese reply shows a choice by its first Chinese synonym.
@@ -113,6 +132,44 @@ class Slot:
             raise TemplateError(f"slot {self.name!r}: region is for phone slots")
         if self.region is not None and not re.fullmatch(r"[A-Z]{2}", self.region):
             raise TemplateError(f"slot {self.name!r}: region is a country code such as 'GB'")
+        self._check_reading()
+
+    def _check_reading(self) -> None:
+        """A typo in how a slot is read fails when the template is declared, not silently
+        in a conversation later."""
+        if self.extractor is not None:
+            if self.extractor not in EXTRACTORS:
+                raise TemplateError(
+                    f"slot {self.name!r}: extractor must be one of {', '.join(EXTRACTORS)}"
+                )
+            if self.kind not in ("text", "number") and self.extractor != self.kind:
+                raise TemplateError(
+                    f"slot {self.name!r}: a {self.kind} slot is read as a {self.kind}; "
+                    "extractor is for text and number slots"
+                )
+            if self.kind == "number" and self.extractor not in ("amount", "number", "count"):
+                raise TemplateError(
+                    f"slot {self.name!r}: a number slot reads as amount, number or count"
+                )
+        if not isinstance(self.cues, Mapping):
+            raise TemplateError(
+                f"slot {self.name!r}: cues maps a language to its words: "
+                '{"en": ["from"], "zh": ["从", "{}出发"]}'
+            )
+        for language, words in self.cues.items():
+            listed = [words] if isinstance(words, str) else words
+            if not isinstance(language, str) or not isinstance(listed, Sequence):
+                raise TemplateError(f"slot {self.name!r}: cues maps a language to a list of words")
+            for cue in listed:
+                if not isinstance(cue, str) or not cue.replace("{}", "").strip():
+                    raise TemplateError(f"slot {self.name!r}: a cue is a non-empty word: {cue!r}")
+                marks = cue.count("{}")
+                inner = cue.strip().removeprefix("{}").removesuffix("{}")
+                if marks > 1 or "{}" in inner or re.search(r"\{\w*\}", inner):
+                    raise TemplateError(
+                        f"slot {self.name!r}: cue {cue!r}: '{{}}' marks the value once, before "
+                        "the words ('{}出发') or after them ('from {}' or just 'from')"
+                    )
 
     def label(self, language: str = "en") -> str:
         """This slot's name for people, in ``language`` if declared."""
