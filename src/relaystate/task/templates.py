@@ -330,18 +330,29 @@ def _shown(limit: float) -> str:
     return str(int(limit)) if float(limit).is_integer() else str(limit)
 
 
-_HH_MM = re.compile(r"([01]?\d|2[0-3])[:：.]([0-5]\d)")
+_CLOCK = re.compile(
+    r"(?P<h>[01]?\d|2[0-3])(?:[:：.](?P<m>[0-5]\d)(?::[0-5]\d(?:\.\d+)?)?)?"
+    r"(?:\s*(?P<half>[ap])\.?m\.?)?"
+)
+"""A clock time: 19:30, 7:05, 19:30:00 (seconds dropped), 7:30pm, 7 pm."""
 
 
 def _time_of_day(slot: str, value: Any) -> str:
-    """A time of day as HH:MM (24 hours); a ``datetime.time`` or "7:05" / "19:30" text."""
+    """A time of day as HH:MM (24 hours), from a ``datetime.time`` or a clock text as an
+    API caller writes it: "7:05", "19:30", "19:30:00", "7:30pm", "7 pm", "12am"."""
     if isinstance(value, time):
         return f"{value.hour:02d}:{value.minute:02d}"
-    m = _HH_MM.fullmatch(str(value).strip())
-    if m is None:
+    m = _CLOCK.fullmatch(str(value).strip().lower())
+    hour = int(m["h"]) if m else -1
+    if m and m["half"]:
+        hour = -1 if not 1 <= hour <= 12 else hour % 12 + (12 if m["half"] == "p" else 0)
+    elif m and m["m"] is None:
+        hour = -1  # "7" alone: not a clock time
+    if not 0 <= hour <= 23:
         reason = Problem("time", f"{value!r} is not a time of day (HH:MM)", value=value)
         raise InvalidSlot(slot, reason)
-    return f"{int(m.group(1)):02d}:{m.group(2)}"
+    assert m is not None  # hour >= 0 only when it matched
+    return f"{hour:02d}:{m['m'] or '00'}"
 
 
 def _phone(slot: str, value: Any, region: str | None) -> str:
