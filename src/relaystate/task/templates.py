@@ -64,7 +64,14 @@ def _has_cjk(text: str) -> bool:
 
 @dataclass(frozen=True)
 class Slot:
-    """One piece of information a task needs, with how to ask for it and how to check it."""
+    """One piece of information a task needs, with how to ask for it and how to check it.
+
+    ``kind`` says what the value is, and so how it is read from what people say and stored:
+    "text" (the default), "choice" (one of ``choices``), "date" (YYYY-MM-DD), "number", "count"
+    (a whole number, at least 1), "time" (HH:MM, 24 hours), "phone" (E.164), "email",
+    "place" (a city's name) or "person" (a name). Every option is checked when the slot is
+    declared, so a typo fails at once, not in a conversation later.
+    """
 
     name: str
     kind: str = "text"
