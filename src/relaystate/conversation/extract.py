@@ -32,13 +32,9 @@ from ..errors import InvalidSlot
 from ..task.problems import Problem
 from ..task.templates import EXTRACTORS, Slot, TaskTemplate
 from . import fuzzy, holidays, places
-from .addresses import scan_addresses
-from .contacts import regions, scan_emails, scan_phones
-from .counts import scan_counts, unit_of
 from .dates import DateCandidate, scan_dates
 from .intents import REQUEST, control_word, is_correction, is_question, is_yes
 from .kinds import extractor_of, said_of
-from .names import looks_chinese_name, scan_names
 from .numbers import NumberMatch, find_numbers, number_to_cn
 from .text import (
     NEVER,
@@ -50,7 +46,6 @@ from .text import (
     phrases,
     strip_punct,
 )
-from .times import TimeCandidate, scan_times, settle
 from .words import (
     ADVERBS,
     AMOUNT_BEFORE,
@@ -482,12 +477,19 @@ class _Reader:
         a template that has such a slot: elsewhere their digits are other things)."""
         phones = self.slots_of("phone")
         found: list[tuple[str, int, int, str]] = []
+        # a kind's reader is imported by the first template that has it (start-up)
         if phones:
+            from .contacts import regions, scan_phones
+
             order = regions(self.language, phones[0].region)
             found += [("phone", f.start, f.end, f.value) for f in scan_phones(self.text, order)]
         if self.slots_of("email"):
+            from .contacts import scan_emails
+
             found += [("email", f.start, f.end, f.value) for f in scan_emails(self.text)]
         if self.slots_of("address"):
+            from .addresses import scan_addresses
+
             found += [("address", a.start, a.end, a.value) for a in scan_addresses(self.text)]
         for kind, start, end, value in found:
             if not overlaps(start, end, self.taken()):
@@ -498,6 +500,8 @@ class _Reader:
         slots = self.slots_of("time")
         if not slots:
             return
+        from .times import scan_times, settle
+
         held = self.held.get(slots[0].name)
         for c in scan_times(self.text):
             if overlaps(c.start, c.end, self.taken()):
@@ -513,6 +517,8 @@ class _Reader:
         people = self.slots_of("person")
         if len(people) != 1 or people[0].pattern is not None:
             return
+        from .names import scan_names
+
         for c in scan_names(self.text):
             if not overlaps(c.start, c.end, self.taken()):
                 self.add(people[0], c.value, c.start, c.end)
@@ -524,6 +530,8 @@ class _Reader:
         units = {u: name for name, u in self.units.items()}
         if not units:
             return
+        from .counts import scan_counts
+
         for c in scan_counts(self.text, list(units)):
             if not overlaps(c.start, c.end, self.taken()):
                 self.items.append(_Item("count", c.start, c.end, c.value, slot=units[c.unit]))
@@ -1088,6 +1096,8 @@ class _Reader:
                     shaped = pieces
             else:
                 shaped = [p for p in pieces if _shape_problem(p, kind) is None]
+                from .names import looks_chinese_name
+
                 surnamed = [p for p in shaped if looks_chinese_name(p)]
                 shaped = surnamed or shaped  # "是我自己，孙丽": the piece with a surname
             if not shaped:
@@ -1134,6 +1144,8 @@ class _Reader:
 
     def _bare_hour(self, slot: Slot) -> bool:
         """A time asked for and answered by an hour alone ("7", "seven", "7 then")."""
+        from .times import TimeCandidate, settle
+
         for n in self.numbers:
             if overlaps(n.start, n.end, self.taken()) or not float(n.value).is_integer():
                 continue
@@ -1275,6 +1287,8 @@ def _units(template: TaskTemplate, kinds: Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for slot in template.slots:
         if kinds[slot.name] in ("count", "number"):
+            from .counts import unit_of
+
             unit = unit_of(slot, " ".join(slot.name.lower().split("_")), said_of(slot))
             if unit is not None:
                 out[slot.name] = unit
