@@ -13,6 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..task.contact_forms import e164, email_address
+
 _DIGITS = re.compile(
     r"(?<![A-Za-z0-9.+\-/:])(?:\+\s?\d{1,3}[\s\-.]?)?(?:\(?\d{2,5}\)?[\s\-.]?){1,5}\d{2,5}"
     r"(?![A-Za-z0-9\-/:])"
@@ -54,25 +56,17 @@ def scan_phones(text: str, order: Sequence[str]) -> list[Found]:
 
 
 def _valid(raw: str, digits: str, order: Sequence[str]) -> str | None:
-    import phonenumbers  # about 20 ms to import: only when a template has a phone slot
-
     tried = list(order)
     if not raw.startswith("+") and _CN_MOBILE.fullmatch(digits):
         tried = ["CN", *tried]  # 11 digits from 13x-19x: a Chinese mobile wherever it is said
-    for region in dict.fromkeys(tried):
-        try:
-            number = phonenumbers.parse(raw, region)
-        except phonenumbers.NumberParseException:
-            continue
-        if phonenumbers.is_valid_number(number):
-            return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
-    return None
+    return e164(raw, tried)
 
 
 def scan_emails(text: str) -> list[Found]:
     """Every email address of ``text``, its domain in lower case, in order."""
     out = []
     for m in _EMAIL.finditer(text):
-        local, _, domain = m.group().rpartition("@")
-        out.append(Found(m.start(), m.end(), f"{local}@{domain.lower()}"))
+        address = email_address(m.group())
+        if address is not None:
+            out.append(Found(m.start(), m.end(), address))
     return out

@@ -370,14 +370,6 @@ def _add_months(day: date, months: int) -> date:
     return date(year, month + 1, min(day.day, last))
 
 
-def _dm(m: re.Match[str], today: date) -> Result:
-    """24/12, 25/10/2026: day first, read only when the first number cannot be a month."""
-    year = int(m["y"]) if m.groupdict().get("y") else None
-    if year is not None and year < 100:
-        year += 2000
-    return _explicit(year, int(m["m"]), int(m["d"]), today)
-
-
 def _month_end(m: re.Match[str], today: date) -> Result:
     """月底, 下个月底, "the end of the month", "end of next month": the month's last day."""
     ahead = 1 if (m["rel"] or "").strip().startswith(("下", "next")) else 0
@@ -461,7 +453,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
             r"(?<![\d/.])(?P<d>1[3-9]|2\d|3[01])/(?P<m>1[0-2]|0?[1-9])"
             r"(?:/(?P<y>\d{4}|\d{2}))?(?![\d/])"
         ),
-        _dm,
+        _md,  # 24/12: day first, read only when the first number cannot be a month
     ),
     (
         re.compile(

@@ -12,24 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .numbers import CN_DIGITS
+from .numbers import CN_DIGITS, EN_SMALL
 from .text import fold
 
 _CN_NUM = "零〇一二两三四五六七八九十"
-_EN_HOURS = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-}
+_EN_HOURS = {word: n for word, n in EN_SMALL.items() if 1 <= n <= 12}
 _EN_HOUR = rf"(?:\d{{1,2}}|{'|'.join(_EN_HOURS)})"
 _AMPM = r"(?P<ampm>a\.?\s?m\.?|p\.?\s?m\.?)(?![a-z])"
 _ZH_PART = (

@@ -13,6 +13,7 @@ from typing import Any, overload
 from ..errors import InvalidInput, InvalidSlot, TemplateError
 from ..inputs import MAX_SAFE_INTEGER, json_value
 from ..model import Task
+from .contact_forms import e164, email_address
 from .next_step import AskConfirmation, AskSlot, NextStep, WaitOperator, WaitUser
 from .problems import Problem, custom
 from .retry import Retry
@@ -364,36 +365,21 @@ def _time_of_day(slot: str, value: Any) -> str:
 
 def _phone(slot: str, value: Any, region: str | None) -> str:
     """A phone number in E.164 (+8613800138000); one without +code is read in ``region``
-    first, then in CN, US and GB (phonenumbers, Google's libphonenumber)."""
-    import phonenumbers
-
-    text = str(value).strip()
-    for where in dict.fromkeys([region, "CN", "US", "GB"]):
-        try:
-            number = phonenumbers.parse(text, where)
-        except phonenumbers.NumberParseException:
-            continue
-        if phonenumbers.is_valid_number(number):
-            return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
-    reason = Problem("phone", f"{value!r} is not a phone number", value=value)
-    raise InvalidSlot(slot, reason)
-
-
-_EMAIL = re.compile(
-    r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
-    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z]{2,}"
-)
-"""An address as people type it (the dot-atom form of RFC 5322, a domain with a TLD)."""
+    first, then in CN, US and GB."""
+    number = e164(str(value).strip(), [region, "CN", "US", "GB"])
+    if number is None:
+        reason = Problem("phone", f"{value!r} is not a phone number", value=value)
+        raise InvalidSlot(slot, reason)
+    return number
 
 
 def _email(slot: str, value: Any) -> str:
-    """An email address, its domain in lower case (the part before @ is kept as typed)."""
-    text = str(value).strip()
-    if not _EMAIL.fullmatch(text) or len(text) > 254:
+    """An email address, its domain in lower case."""
+    address = email_address(str(value))
+    if address is None:
         reason = Problem("email", f"{value!r} is not an email address", value=value)
         raise InvalidSlot(slot, reason)
-    local, _, domain = text.rpartition("@")
-    return f"{local}@{domain.lower()}"
+    return address
 
 
 @dataclass(frozen=True)
