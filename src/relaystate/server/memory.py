@@ -8,8 +8,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, StringConstraints, field_validator
-from typing_extensions import TypeAliasType
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from ..errors import NotFound, StoreURLError
 from ..inputs import DEFAULT_MAX_TEXT, ID_PATTERN, MAX_ID, TEXT_PATTERN
@@ -17,20 +16,13 @@ from ..memory.longterm import MAX_K, LongTermMemory, Mode
 from ..model import MemoryItem
 from ..store.roles import MemoryFilter
 from . import schemas
+from .bodies import JsonData, PlainText
 from .errors import BY_ID, EVERY_CALL, WRITES
 from .routes import Id, Who, server
 
 router = APIRouter(prefix="/v1/memory", responses=EVERY_CALL, tags=["memory"])
 MAX_ITEMS = 1000
 """Items one request may add (a bigger import is several requests, or the command line)."""
-
-
-PlainText = Annotated[str, StringConstraints(pattern=r"^[^\x00]*$")]
-JsonData = TypeAliasType(
-    "JsonData",
-    "bool | int | float | PlainText | list[JsonData] | dict[PlainText, JsonData] | None",
-)
-"""JSON whose text holds no NUL (no backend stores one), as the schema states it."""
 
 
 class ItemIn(BaseModel):

@@ -22,6 +22,7 @@ from ..scope import Scope
 from ..task.labels import ACTION_STATUSES, LANGUAGES, TASK_STATUSES
 from . import api_keys as keys
 from . import schemas
+from .bodies import JsonData, PlainText
 from .errors import BY_ID, EVERY_CALL, OPERATORS, REPLAYS, WRITES, ApiError
 from .limits import retry_after
 from .state import ServerState
@@ -128,8 +129,11 @@ class Confirmation(_Body):
 
 
 class SlotValues(_Body):
-    slots: dict[str, Any] = Field(
-        description="Slot name -> value (validated as the template declares; latest wins)"
+    slots: dict[PlainText, JsonData] = Field(
+        description=(
+            "Slot name -> value (validated as the template declares; latest wins). A name the "
+            "template does not have, or a value its slot refuses, is answered 422 with the reason"
+        )
     )
 
 
