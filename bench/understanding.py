@@ -46,7 +46,7 @@ from relaystate.demo import templates
 from relaystate.demo.after_sales import MODELS
 
 SETS_DIR = HERE / "understanding"
-SET_NAMES = ("dev", "dev2", "dev3", "heldout", "users", "users2", "sample")
+SET_NAMES = ("dev", "dev2", "dev3", "heldout", "users", "users2", "users3", "sample")
 """dev, dev2, dev3 (the demo agents) and users (six templates of bench/understanding/agents.py,
 declared as a new user would) are tuned on; heldout and users2 are only ever scored, and so is
 sample: twenty conversations in the style of a held-out set, read in place from
