@@ -31,6 +31,10 @@ UNITS: Mapping[str, tuple[Sequence[str], Sequence[str]]] = {
             "pax",
             "diners",
             "of us",
+            "passengers",
+            "passenger",
+            "riders",
+            "rider",
             "ppl",
             "heads",
             "travellers",
@@ -79,6 +83,7 @@ UNITS: Mapping[str, tuple[Sequence[str], Sequence[str]]] = {
         ],
         ["件", "个", "箱", "包", "份", "瓶", "双", "台"],
     ),
+    "floor": (["floor", "fl", "storey", "story"], ["楼", "层"]),
     "kg": (["kg", "kgs", "kilos", "kilo", "kilograms", "kilogram"], ["公斤", "千克"]),
     "lb": (["lbs", "lb", "pounds"], ["磅"]),
     "jin": ([], ["斤"]),
@@ -99,6 +104,8 @@ _UNIT_OF_NAME = {
         "diners",
         "travellers",
         "travelers",
+        "passengers",
+        "riders",
         "attendees",
         "participants",
         "size",
@@ -133,6 +140,7 @@ _UNIT_OF_NAME = {
         "几个",
         "数量",
     ),
+    "floor": ("floor", "storey", "楼层", "几楼", "几层", "哪层", "哪一层"),
     "kg": ("kg", "kilos", "kilograms", "公斤", "千克", "weight", "重量", "多重", "heavy"),
     "km": ("km", "kilometres", "kilometers", "公里", "distance"),
     "m2": ("square", "sqm", "平米", "面积"),
@@ -167,6 +175,7 @@ _PARTY = re.compile(
 )
 
 
+_ORDINAL = re.compile(r"(?<![\w.])(?P<n>\d{1,3})(?:st|nd|rd|th)\s+(?P<unit>[a-z]+)(?![a-z])")
 _GLUED = re.compile(r"(?<![\w.])(?P<n>\d+(?:\.\d+)?)(?P<unit>[a-z]+)(?![a-z])")
 
 
@@ -202,7 +211,9 @@ def unit_of(slot: Slot, english_name: str, said: str) -> str | None:
 
 
 def _unit_after(folded: str, end: int, unit: str) -> int | None:
-    """Where the words of ``unit`` right after a number end, if they follow it."""
+    """Where the words of ``unit`` after a number end, if they follow it: right after it
+    ("3 nights", 两晚), after an ordinal's ending ("5th floor") or one word that says what
+    kind ("2 train tickets", "3 large boxes")."""
     en, zh = UNITS[unit]
     rest = folded[end:]
     for word in zh:
@@ -210,10 +221,14 @@ def _unit_after(folded: str, end: int, unit: str) -> int | None:
         if m:
             return end + m.end()
     for word in en:
-        m = re.match(rf"\s*{re.escape(word)}(?![a-z])", rest)
+        m = re.match(rf"(?:st|nd|rd|th)?\s*(?:{_KIND_WORD}\s+)?{re.escape(word)}(?![a-z])", rest)
         if m:
             return end + m.end()
     return None
+
+
+_KIND_WORD = r"(?!(?:and|or|of|to|for|from|in|on|at|by|the|a|an|more|less)\b)[a-z]{3,12}"
+"""One word between a number and its unit ("train" in "2 train tickets"), not a joiner."""
 
 
 def scan_counts(text: str, units: Sequence[str]) -> list[CountCandidate]:
@@ -226,6 +241,10 @@ def scan_counts(text: str, units: Sequence[str]) -> list[CountCandidate]:
         if unit is not None:
             n = m.group("n")
             found.append(CountCandidate(m.start(), m.end(), float(n) if "." in n else int(n), unit))
+    for m in _ORDINAL.finditer(folded):  # "the 5th floor": find_numbers leaves "5th" alone
+        unit = next((u for u in units if m.group("unit") in UNITS[u][0]), None)
+        if unit is not None:
+            found.append(CountCandidate(m.start(), m.end(), int(m.group("n")), unit))
     for n in find_numbers(text):
         if n.currency:
             continue

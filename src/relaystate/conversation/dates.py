@@ -161,6 +161,11 @@ _EN_REL = "|".join(sorted((re.escape(k) for k in EN_RELATIVE), key=len, reverse=
 _ZH_REL = "|".join(sorted(ZH_RELATIVE, key=len, reverse=True))
 _DAY_SUFFIX = r"(?:st|nd|rd|th)?"
 _NOT_ALNUM = r"(?![a-z\d])"
+_NOT_A_DAY = (
+    r"(?:floor|fl|storey|story|time|times|row|grade|place|year|anniversary|birthday|edition|"
+    r"century|gen|generation|percentile|round|house|door|street|avenue|ave|st)(?![a-z])"
+)
+"""What an English ordinal counts when it is not a day: "the 5th floor", "the 3rd time"."""
 _ZH_NOT_DAY = "线楼门座位口房床车厅机码店台窗院室航桌柜仓包游箱"
 
 
@@ -464,7 +469,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     ),
     (
         re.compile(
-            rf"(?<![\d月一二三四五六七八九十])(?P<d>{_NUM})\s*[日号號](?![{_ZH_NOT_DAY}])"
+            rf"(?<![\d月一二三四五六七八九十路街道巷弄里])(?P<d>{_NUM})\s*[日号號](?![{_ZH_NOT_DAY}])"
             r"(?!\s*(?:后|以后|之后|前|以前|之前))"
         ),
         _day_only,
@@ -486,7 +491,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Handler]] = [
     (
         re.compile(
             r"(?<![a-z])(?:on\s+)?the\s+(?P<d>\d{1,2})(?:st|nd|rd|th)(?![a-z])"
-            r"(?:\s+of\s+(?P<rel>this|next)\s+month)?"
+            rf"(?!\s+{_NOT_A_DAY})(?:\s+of\s+(?P<rel>this|next)\s+month)?"
         ),
         _day_only,
     ),

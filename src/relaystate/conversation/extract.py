@@ -144,6 +144,13 @@ _CONNECTOR = re.compile(
     r"around|on|for)(?![a-z])|是|为|叫|号|在|了|写成|写|填成|填写|填|一?趟)*"
 )
 
+_CUT_PREPOSITION = re.compile(
+    r"(?:[\s,]+(?:in|on|at|to|from|for|with|by|of|near|around|about|worth|valued at))+\s*$"
+    r"|(?:大概|大约|差不多|估计)?值\s*$|(?:大概|大约|差不多|估计)\s*$",
+    re.IGNORECASE,
+)
+"""What a clause ends with when the value after it was taken out ("lost it in [Seattle]",
+"大概值[三千]")."""
 _DANGLING = re.compile(
     r"[\s,;:\-–—]+(?:(?:and|so|but|then|or)\s+)?(?:(?:i\s+)?(?:want|need|would like|'d like)"
     r"(?:\s+to)?\s+)?(?:get|give|have|want|need|please|and|so|but|then|or)?[\s,;:\-–—]*$"
@@ -530,6 +537,8 @@ class _Reader:
         units = {u: name for name, u in self.units.items()}
         if not units:
             return
+        if "people" in units and "tickets" not in units:  # "2 train tickets", 两张票: people
+            units["tickets"] = units["people"]
         from .counts import scan_counts
 
         for c in scan_counts(self.text, list(units)):
@@ -871,7 +880,7 @@ class _Reader:
         return not re.sub(
             r"[\s¥$€£元块人民币吧啊呀了的]|dollars?|bucks|rmb|yuan|please|like|about|around"
             r"|maybe|roughly|just|only|back|make (?:it|that)|change (?:it |that )?to|wait|actually"
-            r"|大概|大约|差不多|就|只|改成|改为|换成",
+            r"|worth|valued at|大概|大约|差不多|估计|就|只|值|改成|改为|换成",
             "",
             around.lower(),
         )
@@ -978,7 +987,13 @@ class _Reader:
     def fragments(self, *, free: bool) -> list[str]:
         """What is left of the utterance once every value read from it is taken out, in
         pieces, trimmed of filler; ``free`` text keeps its clauses together."""
-        pieces = re.split(r"\x00+", self.masked(free=free))
+        masked = self.masked(free=free)
+        pieces = []
+        for m in re.finditer(r"[^\x00]+", masked):
+            piece = m.group()
+            if m.end() < len(masked):  # "on the train in [Seattle]": the place was its object
+                piece = _CUT_PREPOSITION.sub("", piece)
+            pieces.append(piece)
         if not free:
             pieces = [p for piece in pieces for p in re.split(_CLAUSE_SPLIT, piece)]
         out: list[str] = []
@@ -1395,7 +1410,16 @@ def _drop(piece: str, words: Sequence[str]) -> str:
     for m in REQUEST.finditer(folded):
         keep[m.start() : m.end()] = [False] * (m.end() - m.start())
     text = "".join(ch if k else " " for ch, k in zip(piece, keep, strict=True))
-    return _trim(" ".join(text.split()), free=True)
+    text = _GREETING.sub("", " ".join(text.split()))
+    return _trim(text, free=True)
+
+
+_GREETING = re.compile(
+    r"^(?:(?:hi|hello|hey|hiya|yo|good (?:morning|afternoon|evening)|你好|您好|嗨|哈喽)"
+    r"(?![a-z])[\s,!.，！。]*)+",
+    re.IGNORECASE,
+)
+"""A greeting that opens the message: says nothing of the task."""
 
 
 def _meaningful(piece: str) -> bool:

@@ -122,11 +122,35 @@ def rank(
         open_of.setdefault(task.template.type, []).append(task.state)
         elsewhere = any(v for k, v in others.items() if k != task.template.type)
         out.append(_score_open(text, folded, task, language, today, elsewhere))
+    _asked_last(out)
     another = bool(_ANOTHER.search(folded))
     for template in templates:
         out.append(_score_new(text, folded, template, open_of, another, language, today))
     out.sort(key=lambda c: c.score, reverse=True)
     return out
+
+
+def _asked_last(candidates: list[Candidate]) -> None:
+    """Of the open Tasks the message says something to, the one that spoke last has the
+    edge when the message answers its question: "2 of us" after "How many people?" answers
+    that Task, not an older one that also counts people."""
+    told = [c for c in candidates if c.state is not None and c.extraction.values]
+    if len(told) < 2:
+        return
+    latest = max(told, key=_updated)
+    pointed = ("named", "mentions its")  # "回到Bangkok那个", "anyway the pixel": that one
+    if any(r.startswith(pointed) for c in told if c is not latest for r in c.reasons):
+        return
+    step = latest.step
+    waiting = latest.state is not None and latest.state.task.status == TaskStatus.WAITING_USER
+    found = latest.extraction
+    plainly = isinstance(step, AskSlot) and found.sources.get(step.slot) in STRONG
+    if waiting and plainly:  # a value plainly said, not the rest of the message
+        latest.add(0.8, "asked last")
+
+
+def _updated(c: Candidate) -> str:
+    return c.state.task.updated_at.isoformat() if c.state is not None else ""
 
 
 def decide(candidates: Sequence[Candidate]) -> tuple[Candidate | None, Candidate | None]:

@@ -169,16 +169,20 @@ _DINING = re.compile(
 def settle(candidate: TimeCandidate, text: str, held: str | None = None, *, about: str = "") -> str:
     """HH:MM for ``candidate``, a bare hour from 1 to 11 read as people mean it: in the
     afternoon when the message speaks of the evening (dinner, tonight, 晚上) and not of the
-    morning, when the value it replaces (``held``, HH:MM) was in the afternoon ("8 instead
-    of 7"), when it is 1 to 6 (nobody books at 3 in the night; 凌晨 and "am" say so), and from
-    5 to 10 when the task is ``about`` an evening thing (a restaurant table: "7点" is 19:00)."""
+    morning; in the half of the day of the value it replaces (``held``, HH:MM: "8 instead of
+    7" after 19:00 is 20:00, "5:30 not 5" after 05:00 is 05:30); in the afternoon when it is
+    1 to 6 (nobody books at 3 in the night; 凌晨 and "am" say so), and from 5 to 10 when the
+    task is ``about`` an evening thing (a restaurant table: "7点" is 19:00)."""
     if candidate.certain or not 1 <= candidate.hour <= 11:
         return candidate.value
     folded = fold(text)
     if _MORNING.search(folded):
         return candidate.value
     evening = bool(_EVENING.search(folded))
-    held_pm = held is not None and re.fullmatch(r"\d{2}:\d{2}", held) and int(held[:2]) >= 13
+    held_hour = int(held[:2]) if held is not None and re.fullmatch(r"\d{2}:\d{2}", held) else None
+    if held_hour is not None and not evening and held_hour < 12:
+        return candidate.value  # "5:30 not 5" after 05:00: the morning still
+    held_pm = held_hour is not None and held_hour >= 13
     dining = 5 <= candidate.hour <= 10 and bool(_DINING.search(fold(about)))
     if evening or held_pm or candidate.hour <= 6 or dining:
         return f"{candidate.hour + 12:02d}:{candidate.minute:02d}"

@@ -189,12 +189,12 @@ AMOUNT_WORDS = frozenset(
     it that pay paid cost costs was approx approximately roughly say exactly want need get give
     return returned with at than and or but no not yes ok okay please then so um uh hmm well
     all the charge charged spent spend price amount sum i'd i think guess prefer rather instead
-    actually us usd rmb cny eur gbp jpy hkd"""
+    actually us usd rmb cny eur gbp jpy hkd worth value valued"""
     )
 )
 
 
-AMOUNT_BEFORE = frozenset("退付花共计合是要为给了到约额价款费用收赔补返剩差就吧那个只才")
+AMOUNT_BEFORE = frozenset("退付花共计合是要为给了到约额价款费用收赔补返剩差就吧那个只才算值估概")
 """Chinese characters a number may follow straight on and still be an amount (退300)."""
 
 
