@@ -455,3 +455,82 @@ def test_a_typo_in_a_slot_is_refused_when_declared(options: dict[str, Any]) -> N
 def test_the_cue_forms_that_are_accepted() -> None:
     slot = Slot("pickup", cues={"en": ["from {}", "from"], "zh": ["{}出发", "从"]})
     assert slot.cues["zh"] == ["{}出发", "从"]
+
+
+# -- found on a third set of templates (users3): the same classes, other phrasings -----------
+
+
+def delivery() -> TaskTemplate:
+    return TaskTemplate(
+        "sofa_delivery",
+        titles={"en": "furniture delivery", "zh": "家具配送"},
+        triggers={"en": ["delivery", "deliver"], "zh": ["送货", "配送"]},
+        slots=[
+            Slot("item", labels={"zh": "物品"}, ask={"en": "What are we delivering?"}),
+            Slot("address", labels={"zh": "地址"}),
+            Slot("delivery_date", kind="date", labels={"zh": "日期"}),
+            Slot("floor", kind="number", labels={"zh": "楼层"}, ask={"en": "Which floor?"}),
+            Slot("worth", kind="number", labels={"en": "value", "zh": "价值"}, required=False),
+        ],
+        stages=_flow(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "floor"),
+    [("It's on the 5th floor, no elevator", 5), ("住12楼", 12), ("floor 3", 3), ("2nd floor", 2)],
+)
+def test_a_floor_is_a_number_and_no_date(text: str, floor: int) -> None:
+    values = read(delivery(), text, expecting="floor")
+    assert values == {"floor": floor}
+
+
+def test_a_house_number_is_no_date() -> None:
+    values = read(delivery(), "送到徐汇区漕溪北路18号，this Sunday", opening=True)
+    assert values["delivery_date"] == "2026-12-06"
+    assert "18号" in values["address"]
+
+
+@pytest.mark.parametrize(("text", "count"), [("2 train tickets", 2), ("两张高铁票", 2)])
+def test_tickets_count_people(text: str, count: int) -> None:
+    assert read(trip_with_count(), text).get("passengers") == count
+
+
+def trip_with_count() -> TaskTemplate:
+    return TaskTemplate(
+        "rail",
+        triggers={"en": ["train"], "zh": ["高铁"]},
+        slots=[Slot("passengers", kind="count", ask={"en": "How many passengers?"})],
+        stages=_flow(),
+    )
+
+
+def test_a_corrected_hour_keeps_the_held_half_of_the_day() -> None:
+    said = {"at": "05:00"}
+    assert read(table(), "sorry, 5:30 not 5", held=said, expecting="at") == {"at": "05:30"}
+    said = {"at": "19:00"}
+    assert read(table(), "8 instead of 7", held=said, expecting="at") == {"at": "20:00"}
+
+
+@pytest.mark.parametrize(("text", "worth"), [("大概值三千", 3000), ("worth about 200", 200)])
+def test_worth_is_an_amount(text: str, worth: int) -> None:
+    assert read(delivery(), text, expecting="worth") == {"worth": worth}
+
+
+@pytest.mark.parametrize("text", ["I'd like to schedule a furniture delivery", "预约家具配送"])
+def test_the_request_is_no_free_text(text: str) -> None:
+    assert "item" not in read(delivery(), text, opening=True)
+
+
+def test_greetings_and_request_words_leave_the_item() -> None:
+    said = "Hi, I need my new sofa delivered to 221 Maple Avenue on Monday"
+    assert read(delivery(), said, opening=True)["item"] == "my new sofa"
+
+
+def test_the_task_that_asked_last_takes_a_plain_answer(conv: Conversation) -> None:
+    say(conv, "a table for tomorrow at 8pm, phone 415 555 0132, under Garcia")
+    turn = say(conv, "and a hotel room in Boston from tomorrow for 2 nights")
+    assert turn.state is not None and turn.state.task.type == "room_stay"
+    turn = say(conv, "4 people")  # the hotel asked last; the table also counts people
+    assert turn.state is not None and turn.state.task.type == "room_stay", turn.why
+    assert turn.state.task.slots["guests"] == 4

@@ -227,6 +227,16 @@ def _unit_after(folded: str, end: int, unit: str) -> int | None:
     return None
 
 
+SPANS = ("nights", "days", "weeks", "hours")
+"""Units that measure time: a number of them never counts people or things."""
+
+
+def counts_other(folded: str, end: int, unit: str | None, others: Sequence[str]) -> bool:
+    """Whether the number ending at ``end`` counts something else than ``unit``: a span of
+    time ("for 2 nights" is no party size) or what another of the template's slots counts."""
+    return any(u != unit and _unit_after(folded, end, u) is not None for u in {*SPANS, *others})
+
+
 _KIND_WORD = r"(?!(?:and|or|of|to|for|from|in|on|at|by|the|a|an|more|less)\b)[a-z]{3,12}"
 """One word between a number and its unit ("train" in "2 train tickets"), not a joiner."""
 

@@ -1039,6 +1039,7 @@ class _Reader:
             return
         if len(free) != 1 or self.cands[free[0].name]:
             return
+        names = [*names, *_naming_words(self.template)]  # "furniture" of "furniture delivery"
         pieces = [_drop(p, names) for p in self.fragments(free=True)]
         pieces = [p for p in pieces if _meaningful(p)]
         if pieces:
@@ -1074,13 +1075,20 @@ class _Reader:
         slot = self.expecting
         if slot is None or self.cands[slot.name] or slot.name in self.errors:
             return
-        if self.correction and any(self.cands[n] for n in self.cands if n != slot.name):
+        others = [c for n, cs in self.cands.items() if n != slot.name for c in cs if not c.negated]
+        if self.correction and others:
             return  # "有点贵，换成经济舱吧": its other words are comment, not this answer
         kind = self.kinds[slot.name]
         if kind in ("amount", "number", "count"):
+            from .counts import counts_other
+
             for n in self.numbers:
                 if _part_of_a_name(self.text, n.start):
                     continue  # "苹果15", "my iphone 15 won't charge": a model, not an amount
+                own = self.units.get(slot.name)
+                counted = [u for name, u in self.units.items() if name != slot.name]
+                if kind == "count" and counts_other(self.folded, n.end, own, counted):
+                    continue  # "for 2 nights" answers no "how many people?"
                 if not overlaps(n.start, n.end, self.taken()):
                     self.add(slot, n.value, n.start, n.end, source="number")
             if self.cands[slot.name]:
@@ -1403,8 +1411,12 @@ def _drop(piece: str, words: Sequence[str]) -> str:
     """``piece`` without the request and the task's own words, trimmed of filler."""
     folded = fold(piece)
     keep = [True] * len(piece)
-    for word in words:
-        pattern = rf"(?<![a-z]){re.escape(word)}(?![a-z])" if word.isascii() else re.escape(word)
+    for word in words:  # "deliver" drops "delivered" too
+        pattern = (
+            rf"(?<![a-z]){re.escape(word)}(?:s|es|d|ed|ing)?(?![a-z])"
+            if word.isascii()
+            else re.escape(word)
+        )
         for m in re.finditer(pattern, folded):
             keep[m.start() : m.end()] = [False] * (m.end() - m.start())
     for m in REQUEST.finditer(folded):

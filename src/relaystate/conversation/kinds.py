@@ -34,8 +34,8 @@ _COUNT = re.compile(
 )
 _MEASURE = re.compile(
     r"(?<![a-z])(?:kg|kgs|kilos?|kilograms?|grams?|lbs?|pounds|km|miles?|meters?|metres?|"
-    r"litres?|liters?|square|sq|weight|heavy|distance|size in|area|volume|temperature)"
-    r"(?![a-z])|公斤|千克|克|斤|公里|米|升|重量|多重|面积|平米|平方"
+    r"litres?|liters?|square|sq|weight|heavy|distance|size in|area|volume|temperature|"
+    r"floors?|storey|level)(?![a-z])|公斤|千克|克|斤|公里|米|升|重量|多重|面积|平米|平方|楼层|几楼|几层"
 )
 _TIME = re.compile(
     r"(?<![a-z])(?:time|hour|what time|when exactly|o'clock|slot)(?![a-z])|时间|几点|时刻|钟点"

@@ -189,6 +189,8 @@ class Slot:
             return self.ask[language]
         if "en" in self.ask:
             return self.ask["en"]
+        if self.kind == "count":  # "How many guests?", not "What is the guests?"
+            return f"How many {self.name.replace('_', ' ')}?"
         return f"What is the {self.name.replace('_', ' ')}?"
 
     def display(self, value: Any, language: str = "en") -> str:
