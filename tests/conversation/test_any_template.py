@@ -534,3 +534,43 @@ def test_the_task_that_asked_last_takes_a_plain_answer(conv: Conversation) -> No
     turn = say(conv, "4 people")  # the hotel asked last; the table also counts people
     assert turn.state is not None and turn.state.task.type == "room_stay", turn.why
     assert turn.state.task.slots["guests"] == 4
+
+
+def lost_report() -> TaskTemplate:
+    return TaskTemplate(
+        "lost_report",
+        triggers={"en": ["left my", "lost my"], "zh": ["丢了", "落在"]},
+        opening_slot="what",
+        slots=[
+            Slot("what", ask={"en": "What did you lose?"}),
+            Slot("lost_on", kind="date", direction="past"),
+            Slot("where", kind="place"),
+        ],
+        stages=_flow(),
+    )
+
+
+def taxi() -> TaskTemplate:
+    return TaskTemplate(
+        "taxi",
+        triggers={"en": ["cab", "taxi"], "zh": ["打车", "出租车"]},
+        slots=[Slot("pickup_day", kind="date"), Slot("city", kind="place")],
+        stages=_flow(),
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I left my phone in a cab last night in Chicago", "昨晚在上海打车，把手机落在出租车上了"],
+)
+def test_a_date_the_wrong_way_is_no_evidence_for_a_booking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    monkeypatch.setenv("RELAYSTATE_NOW", NOW)
+    rt = Runtime(open_store(f"sqlite:///{tmp_path}/w.db"), [lost_report(), taxi()])
+    try:
+        turn = Conversation(rt).handle(ALICE, text, "s1")
+        assert turn.state is not None and turn.state.task.type == "lost_report", turn.why
+        assert turn.state.task.slots["lost_on"] == "2026-12-02"
+    finally:
+        rt.close()

@@ -25,7 +25,7 @@ from datetime import date
 
 from ..model import TaskState, TaskStatus
 from ..task.next_step import AskConfirmation, AskSlot, NextStep
-from ..task.templates import TaskTemplate
+from ..task.templates import Slot, TaskTemplate
 from .extract import Extraction, extract
 from .intents import REQUEST as _REQUEST
 from .intents import is_correction, is_no, is_yes
@@ -128,6 +128,18 @@ def rank(
         out.append(_score_new(text, folded, template, open_of, another, language, today))
     out.sort(key=lambda c: c.score, reverse=True)
     return out
+
+
+def _wrong_way(slot: Slot, value: object, today: date) -> bool:
+    """Whether a date lies on the other side of today than its slot looks (a past day for
+    a booking, a day to come for something that happened)."""
+    if slot.kind != "date" or not isinstance(value, str):
+        return False
+    try:
+        day = date.fromisoformat(value)
+    except ValueError:
+        return False
+    return day < today if slot.direction == "future" else day > today
 
 
 def _asked_last(candidates: list[Candidate]) -> None:
@@ -376,6 +388,10 @@ def _score_new(
         elif any(template.slot(n).kind == "choice" for n in found.values):
             c.add(1.0, "describes one of its choices")
     strong = [n for n, s in found.sources.items() if s in STRONG]
+    backwards = [n for n in strong if _wrong_way(template.slot(n), found.values[n], today)]
+    if backwards:  # "last night" for a ride to book, "next week" for a loss: not this task
+        c.add(-1.0, f"a date the wrong way for {', '.join(backwards)}")
+        strong = [n for n in strong if n not in backwards]
     loose = [n for n in strong if found.sources[n] == "loose"]
     specific = [n for n in loose if template.slot(n).kind == "choice"]  # a model, a cabin
     evidence = [n for n in strong if n not in loose] + specific
