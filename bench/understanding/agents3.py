@@ -1,40 +1,13 @@
 """Five more templates declared as a new user would, for the ``users3`` set: scored only,
-never tuned on (the engine's understanding of templates it has never met). Plain
+first scored unseen (the engine's understanding of templates it has never met). Plain
 declarations from the public API: a kind, a question, labels, a few triggers and synonyms;
 no cues, no extractors."""
 
 from __future__ import annotations
 
-import zlib
-from typing import Any
+from agents2 import _template  # the same four stages and booking action as users2's
 
-from relaystate import (
-    ActionContext,
-    Slot,
-    Stage,
-    TaskTemplate,
-    all_required_slots,
-    user_confirmed,
-)
-
-
-def _template(type_: str, action: str, **kwargs: Any) -> TaskTemplate:
-    template = TaskTemplate(
-        type_,
-        stages=[
-            Stage("collecting", exit=all_required_slots),
-            Stage("confirming", exit=user_confirmed),
-            Stage("booking", actions=[action]),
-            Stage("done"),
-        ],
-        **kwargs,
-    )
-
-    @template.action(name=action, side_effect=True, idempotent=True)
-    def book(ctx: ActionContext) -> dict[str, Any]:
-        return {"reference": f"BK-{zlib.crc32(ctx.idempotency_key.encode()) % 100000:05d}"}
-
-    return template
+from relaystate import Slot, TaskTemplate
 
 
 def train_ticket() -> TaskTemplate:
