@@ -33,6 +33,7 @@ from ..task.problems import Problem
 from ..task.templates import EXTRACTORS, Slot, TaskTemplate
 from . import fuzzy, holidays, places
 from .dates import DateCandidate, scan_dates
+from .derived import once_per_template
 from .intents import REQUEST, control_word, is_correction, is_question, is_yes
 from .kinds import extractor_of, said_of
 from .numbers import NumberMatch, find_numbers, number_to_cn
@@ -235,9 +236,24 @@ def _cues(slot: Slot, kind: str) -> list[tuple[str, bool]]:
 _LABEL_TAIL = re.compile(r"(?:日期|时间|城市|地址|电话|号码|人数|金额|姓名|名字|方式)$")
 
 
+_TERMS: dict[int, tuple[weakref.ReferenceType[Slot], dict[str, str]]] = {}
+"""Each choice slot's terms, built once (a slot is declared once and never changes)."""
+
+
 def _choice_terms(slot: Slot) -> dict[str, str]:
     """Each way of writing a choice -> the choice: its name and synonyms, and each of those
-    with its number joined or apart and said in Chinese ("pixel8", "小米十四")."""
+    with its number joined or apart and said in Chinese ("pixel8", "小米十四"). Read only."""
+    known = _TERMS.get(id(slot))
+    if known is not None and known[0]() is slot:
+        return known[1]
+    terms = _written_choices(slot)
+    if len(_TERMS) > 4096:  # templates come and go in a long test run: keep it bounded
+        _TERMS.clear()
+    _TERMS[id(slot)] = (weakref.ref(slot), terms)
+    return terms
+
+
+def _written_choices(slot: Slot) -> dict[str, str]:
     assert slot.choices is not None
     named = [(c, c) for c in slot.choices] + list(slot.synonyms.items())
     terms: dict[str, str] = {}
@@ -1021,7 +1037,7 @@ class _Reader:
             and s.pattern is None
             and s.name != self.template.opening_slot
         ]
-        names = _template_words(self.template)
+        names = template_words(self.template)
         opening = self.template.opening_slot
         if opening is not None and not self.cands[opening]:
             # what the message says happened: its clauses that say more than the request and
@@ -1134,7 +1150,7 @@ class _Reader:
             pieces = shaped
         if kind in ("text", "address"):
             # "my refund please" names the task, it does not answer the question
-            names = _template_words(self.template)
+            names = template_words(self.template)
             said = [p for p in pieces if slot.pattern or _meaningful(_drop(p, names))]
             if said:
                 self.cands[slot.name].append(
@@ -1389,7 +1405,8 @@ def _starts_negated(text: str) -> bool:
     return bool(re.match(r"(?:not|no|never)(?![a-z])|不是|不要|别", fold(text)))
 
 
-def _template_words(template: TaskTemplate) -> list[str]:
+@once_per_template
+def template_words(template: TaskTemplate) -> list[str]:
     """The words that name or ask for a task of ``template``: never a slot's value."""
     words = [
         *template.titles.values(),
@@ -1399,6 +1416,7 @@ def _template_words(template: TaskTemplate) -> list[str]:
     return sorted({fold(w) for w in words if w}, key=len, reverse=True)
 
 
+@once_per_template
 def _naming_words(template: TaskTemplate) -> list[str]:
     """The words that only name a task (its titles and their words, its keywords), not its
     triggers, which may describe it ("keeps dying", "屏幕碎了")."""

@@ -18,6 +18,7 @@ Every candidate keeps the reasons of its score, so a Turn can say why it went wh
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from datetime import date
 from ..model import TaskState, TaskStatus
 from ..task.next_step import AskConfirmation, AskSlot, NextStep
 from ..task.templates import Slot, TaskTemplate
-from .extract import Extraction, extract
+from .extract import Extraction, extract, template_words
 from .intents import REQUEST as _REQUEST
 from .intents import is_correction, is_no, is_yes
 from .questions import slot_named
@@ -183,16 +184,7 @@ def decide(candidates: Sequence[Candidate]) -> tuple[Candidate | None, Candidate
 
 def names(template: TaskTemplate, folded: str) -> list[str]:
     """The words of ``folded`` that name ``template`` (its titles, keywords and triggers)."""
-    words = [
-        *template.titles.values(),
-        *(w for ws in template.triggers.values() for w in ws),
-        *(w for ws in template.keywords.values() for w in ws),
-    ]
-    found = []
-    for word in sorted({fold(w) for w in words if w}, key=len, reverse=True):
-        if contains(folded, word):
-            found.append(word)
-    return found
+    return [word for word in template_words(template) if contains(folded, word)]
 
 
 _PLAIN_TITLE = frozenset(
@@ -251,8 +243,13 @@ _SLOT_WORDS = frozenset(
 def contains(folded: str, word: str) -> bool:
     """Whether ``word`` is in ``folded`` (as a whole word, when it is ASCII)."""
     if word.isascii():
-        return re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])", folded) is not None
+        return word in folded and _whole(word).search(folded) is not None
     return word in folded
+
+
+@functools.lru_cache(maxsize=4096)
+def _whole(word: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![a-z]){re.escape(word)}(?![a-z])")
 
 
 def _score_open(

@@ -6,6 +6,7 @@ span found in the folded text cuts the user's own words out of the original.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -134,7 +135,13 @@ def _branches(node: dict[str, Any], *, root: bool = False, last: str = "") -> st
 
 
 def phrases(items: Iterable[str]) -> re.Pattern[str]:
-    """Compile ``items`` into one pattern that matches any of them in folded text."""
+    """Compile ``items`` into one pattern that matches any of them in folded text (built
+    once per set of items: a template's choices are matched on every turn)."""
+    return _compiled(frozenset(items))
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(items: frozenset[str]) -> re.Pattern[str]:
     source = phrase_source(items)
     return re.compile(source) if source else NEVER
 
