@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -656,13 +655,11 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     console.print(f"ran in {elapsed:.1f} s")
     write_json(console, args.json, facts, results, elapsed)
+    if results["errors"]:  # a turn that raised is a crash, whatever the score says
+        console.print(f"[red]{len(results['errors'])} turn(s) raised: a defect[/]")
+        return 1
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as exc:  # a benchmark: report, never fail the make target
-        traceback.print_exc()
-        print(f"understanding benchmark could not run: {exc}", file=sys.stderr)
-    sys.exit(0)
+    sys.exit(main())  # a crash fails `make bench` (a low score never does)
