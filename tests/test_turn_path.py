@@ -9,7 +9,6 @@ crash between deciding and committing is a real SIGKILLed ``relaystate say`` pro
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from relaystate.store import SQLiteStore
 
 from .services import PostgresCluster
 from .support import Clock
+from .tracing import Traced
 
 NOW = "2026-11-29T10:00:00"
 ALICE = Scope.user("alice")
@@ -38,50 +38,6 @@ FILL_TWO = "next Wednesday, business class"
 @pytest.fixture(autouse=True)
 def pinned_dates(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RELAYSTATE_NOW", NOW)
-
-
-class Traced:
-    """The statements a SQLite store sends, grouped into the transactions they ran in."""
-
-    def __init__(self, store: SQLiteStore) -> None:
-        self.statements: list[str] = []
-        store._db.set_trace_callback(self.statements.append)
-
-    def clear(self) -> None:
-        self.statements.clear()
-
-    def writes(self) -> list[list[str]]:
-        """Each write transaction (BEGIN IMMEDIATE .. COMMIT) as its statements."""
-        out: list[list[str]] = []
-        current: list[str] | None = None
-        for sql in self.statements:
-            if sql.startswith("BEGIN IMMEDIATE"):
-                current = []
-            elif sql == "COMMIT" and current is not None:
-                out.append(current)
-                current = None
-            elif current is not None:
-                current.append(sql)
-        return out
-
-    @staticmethod
-    def kind(sql: str) -> str:
-        """``INSERT tasks``, ``UPDATE tasks``...: what a statement does to which table."""
-        found = re.match(r"(INSERT INTO|UPDATE) (\w+)", sql)
-        assert found is not None, sql
-        return f"{found[1].split()[0]} {found[2]}"
-
-    def reads(self) -> list[str]:
-        """Statements outside write transactions (what the turn read, and how)."""
-        inside, out = False, []
-        for sql in self.statements:
-            if sql.startswith("BEGIN IMMEDIATE"):
-                inside = True
-            elif sql == "COMMIT" and inside:
-                inside = False
-            elif not inside:
-                out.append(sql)
-        return out
 
 
 @pytest.fixture

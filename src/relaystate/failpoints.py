@@ -9,7 +9,8 @@ ourselves: no cleanup, no flush, like a power cut of the process) or ``sleep=SEC
 The action points follow the action protocol (:data:`POINTS`); ``before_commit`` (or
 ``before_commit:TASK_TYPE``) fires just before any task commit, e.g. between a turn's
 decision and its one transaction; ``after_turn`` once a turn is committed, before its reply
-leaves the process.
+leaves the process; ``before_vectors`` (or ``before_vectors:NAMESPACE``) in the server's
+background pass, after a turn's items committed and before their vectors are made.
 When the variable is unset, :func:`hit` is one dict lookup. A value that does not parse is a
 :class:`~relaystate.errors.ConfigError` naming the bad entry, raised by :func:`active` (the
 CLI calls it first thing) or by the first :func:`hit`, never at import.
@@ -27,9 +28,10 @@ from .errors import ConfigError
 
 POINTS = ("before_record", "after_record", "before_effect", "after_effect", "after_commit")
 """The points of the action protocol, named per action."""
-COMMIT_POINTS = ("before_commit", "after_turn")
+COMMIT_POINTS = ("before_commit", "after_turn", "before_vectors")
 """Points of every task commit, and of a conversational turn once it is committed (before it
-answers: the lost response), named per task type."""
+answers: the lost response), named per task type; and of the vector pass that follows a
+turn, named per namespace."""
 ENV = "RELAYSTATE_FAILPOINTS"
 MAX_SLEEP = 86_400.0
 """The longest stall a failpoint may ask for (a day): longer is a typo, not a test."""

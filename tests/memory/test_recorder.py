@@ -1,5 +1,6 @@
 """Memory through the turn path: a real conversation over a real SQLite file records its
-turns, the task's entities and (past the recent window) summaries; the task's context holds
+turns and the task's entities in each turn's commit, and (past the recent window, when a
+context asks) summaries; the task's context holds
 the current values within the budget and never shows a replaced value as current."""
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ def test_turns_entities_and_summaries_are_recorded(talk: tuple[Runtime, MemoryLa
     }
     destination = layers.tasks.history(state.task, "destination")
     assert [f.object for f in destination] == ["Shanghai", "Tokyo"] and destination[0].valid_to
+    assert layers.tasks.summaries(state.task) == []  # a turn makes none: context asks
+    assert layers.catch_up(state.task) == 3  # 14 turns, 4 recent: three chunks of 3
+    assert layers.catch_up(state.task) == 0  # caught up: nothing twice
     summaries = layers.tasks.summaries(state.task)
     covered = {c for s in summaries for c in s.cites}
     assert covered and covered <= {k.id for k in kept[:-4]}  # older turns only, never the recent

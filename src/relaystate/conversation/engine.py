@@ -33,6 +33,7 @@ from ..runtime.runtime import Runtime
 from ..runtime.turns import PendingTurn, ReplyContext, TurnResult
 from ..runtime.views import turn_view
 from ..scope import Scope, checked
+from ..store.turn_memory import Remember
 from ..task.edits import Cancel, Confirm, Edit, Fill, Resume, Start
 from ..task.next_step import AskConfirmation, AskSlot, NextStep
 from ..task.problems import Problem
@@ -73,10 +74,11 @@ class Turn:
 
 
 class TurnRecorder(Protocol):
-    """What keeps committed turns in memory (``relaystate.memory.recorder``); it must not
-    raise: the turn is committed, and memory is derived from it."""
+    """What keeps turns in memory (``relaystate.memory.recorder.Recorder``): what its
+    ``remember`` asks is written in each turn's own commit."""
 
-    def record(self, scope: Scope, turn: Turn) -> None: ...
+    @property
+    def remember(self) -> Remember: ...
 
 
 class Conversation:
@@ -88,7 +90,7 @@ class Conversation:
         self.runtime = runtime
         self.model = model or RuleModel()
         self.memory = memory
-        """Records each committed turn in memory (after its commit: memory is derived)."""
+        """Keeps each turn in memory, in the turn's commit."""
 
     def handle(
         self,
@@ -127,6 +129,8 @@ class Conversation:
                     )
             pending = self.runtime.begin_turn(scope, session_id, text, language=language)
             pending.request_key = key
+            if self.memory is not None:
+                pending.memory = self.memory.remember
             lang = language or _language(text, pending.stored_language)
             pending.session.language = lang
             turn = _Turn(self, pending, lang)
@@ -147,8 +151,6 @@ class Conversation:
                 result.messages,
             )
             failpoints.hit("after_turn", result.state.task.type if result.state else None)
-            if self.memory is not None:
-                self.memory.record(scope, done)
             return done
         raise AssertionError("unreachable")
 

@@ -55,6 +55,7 @@ def task_context(
     """The context for ``state``'s task (read in scope by the caller), for ``query`` (by
     default the task's latest user turn), within ``budget`` tokens or 80% of ``window``."""
     task = state.task
+    layers.catch_up(task)  # summaries are made when a context asks for them, not per turn
     turns = layers.task_turns(task, limit=recent)
     latest_user = next((t for t in reversed(turns) if t.metadata.get("role") == "user"), None)
     asked = query if query is not None else (latest_user.text if latest_user else task.goal)

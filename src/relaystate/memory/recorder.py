@@ -1,12 +1,12 @@
 """What a committed turn leaves in memory, and the memory layers one runtime uses.
 
-After each turn (its commit done): the user's words and the reply become long-term items of
-the ``conversation`` namespace (their task, session and time on them); the task's slots
-become its key entities (a changed value closes the old one); and once a task has more than
-``recent`` turns, the older ones are summarised in chunks that cite them. All of it is
-derived from committed turns, so it is written after the commit, and a failure to write it
-is logged, not raised: the turn happened either way, and the next turn catches up (entities
-are compared with the task, summaries with what they already cover).
+A turn's words and reply become long-term items of the ``conversation`` namespace (their
+task, session and time on them) and the task's slots its key entities (a changed value
+closes the old one), in the turn's own commit (:mod:`relaystate.store.turn_memory`): a
+:class:`Recorder` given to the conversation asks for that. What is derived from those rows
+follows later, when something needs it: vectors by a background pass (the server's), and
+the summaries of a task's turns older than the latest ``recent`` when its context is built
+(:meth:`MemoryLayers.catch_up`), so a turn reads none of them.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import RelaystateError
-from ..model import MemoryItem, Message, Task
+from ..model import MemoryItem, Task
 from ..scope import Scope
+from ..store.turn_memory import CONVERSATION, Remember, slot_facts, turn_id, turn_items
 from .embed import Embedder
 from .graph import MemoryGraph
 from .longterm import LongTermMemory
@@ -33,17 +34,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("relaystate.memory")
 
-CONVERSATION = "conversation"
-"""The long-term namespace every turn is kept in."""
+__all__ = ["CHUNK", "CONVERSATION", "RECENT", "MemoryLayers", "Recorder", "turn_id"]
+
 RECENT = 8
 """Turns of a task kept verbatim; older ones are summarised."""
 CHUNK = 6
 """Turns one summary covers."""
-
-
-def turn_id(message: Message) -> str:
-    """A turn's id in memory and in citations: its session and message number."""
-    return f"{message.session_id}:{message.id}"
 
 
 @dataclass
@@ -54,6 +50,10 @@ class MemoryLayers:
     longterm: LongTermMemory | None
     tasks: TaskMemory | None
     graph: MemoryGraph | None
+    recent: int = RECENT
+    """Turns of a task kept verbatim; older ones are summarised."""
+    chunk: int = CHUNK
+    """Turns one summary covers."""
 
     @classmethod
     def of(
@@ -79,9 +79,35 @@ class MemoryLayers:
             task.user_id, CONVERSATION, task_id=task.id, limit=limit
         )
 
+    def catch_up(self, task: Task) -> int:
+        """Summarise the task's turns older than the latest ``recent`` that no summary covers
+        yet, ``chunk`` at a time, oldest first; how many summaries were written. Asked when
+        the task's context is built: the turns themselves never wait for it. Reads back
+        until it reaches covered turns, so a long stretch without context is caught up too."""
+        if self.tasks is None or self.longterm is None:
+            return 0
+        covered = self.tasks.covered(task)
+        limit = self.recent + 4 * self.chunk
+        while True:
+            window = self.task_turns(task, limit=limit)
+            older = window[: max(0, len(window) - self.recent)]
+            if len(window) < limit or (older and older[0].id in covered):
+                break
+            limit *= 4
+        fresh = [i for i in older if i.id not in covered]
+        written = 0
+        while len(fresh) >= self.chunk:
+            part, fresh = fresh[: self.chunk], fresh[self.chunk :]
+            if self.tasks.summarize(task, [_said(i) for i in part]) is not None:
+                written += 1
+        return written
+
 
 class Recorder:
-    """The conversation's :class:`~relaystate.conversation.engine.TurnRecorder`."""
+    """The conversation's :class:`~relaystate.conversation.engine.TurnRecorder`: its
+    ``remember`` rides in every turn's commit. :meth:`record` keeps a turn committed
+    elsewhere (an import, a benchmark's synthetic conversation) the same way, after the
+    fact."""
 
     def __init__(
         self,
@@ -92,51 +118,26 @@ class Recorder:
         chunk: int = CHUNK,
     ) -> None:
         self.layers, self.clock = layers, clock
-        self.recent, self.chunk = recent, chunk
+        layers.recent, layers.chunk = recent, chunk
+        self.remember = Remember(CONVERSATION)
+        """What each turn's commit keeps in memory."""
 
     def record(self, scope: Scope, turn: Turn) -> None:
+        """Keep a committed turn in memory (its numbered messages; the task as it left
+        it); errors are logged, not raised: the turn happened either way."""
         try:
             self._record(scope, turn)
-        except RelaystateError as exc:  # the turn is committed; memory catches up next turn
+        except RelaystateError as exc:
             log.warning("turn in session %s not recorded in memory: %s", turn.session_id, exc)
-        except Exception:  # a bug: its traceback in the log, the committed turn still answered
-            log.exception("turn in session %s not recorded in memory", turn.session_id)
 
     def _record(self, scope: Scope, turn: Turn) -> None:
         task = turn.state.task if turn.state is not None else None
-        said = [m for m in turn.messages if m.id is not None]
-        if self.layers.longterm is not None and said:
-            items = [
-                MemoryItem(
-                    turn_id(m),
-                    m.user_id,
-                    CONVERSATION,
-                    m.text,
-                    m.created_at,
-                    "turn",
-                    m.task_id or (task.id if task else None),
-                    {"session": m.session_id, "role": m.role, "message": m.id},
-                )
-                for m in said
-            ]
+        items = turn_items(turn.messages, CONVERSATION, task.id if task else None)
+        if self.layers.longterm is not None and items:
             self.layers.longterm.add(scope, CONVERSATION, items)
-        if task is None or self.layers.tasks is None:
-            return
-        source = turn_id(said[0]) if said else None
-        self.layers.tasks.observe(task, source=source)  # also the task's edges in the graph
-        self._summarise(task)
-
-    def _summarise(self, task: Task) -> None:
-        """Summarise the task's turns older than the latest ``recent`` that no summary
-        covers yet, ``chunk`` at a time."""
-        assert self.layers.tasks is not None
-        window = self.layers.task_turns(task, limit=self.recent + 4 * self.chunk)
-        older = window[: max(0, len(window) - self.recent)]
-        covered = self.layers.tasks.covered(task)
-        fresh = [i for i in older if i.id not in covered]
-        while len(fresh) >= self.chunk:
-            part, fresh = fresh[: self.chunk], fresh[self.chunk :]
-            self.layers.tasks.summarize(task, [_said(i) for i in part])
+        if task is not None and self.layers.tasks is not None:
+            source = items[0].id if items else None
+            self.layers.tasks.working.record_facts(slot_facts(task, at=self.clock(), source=source))
 
 
 def _said(item: MemoryItem) -> Said:

@@ -19,6 +19,7 @@ from ..errors import InvalidInput, StoreURLError, VersionConflict
 from ..model import Fact, Summary, Task
 from ..store.roles import WorkingMemory
 from ..store.terms import CJK_RUN
+from ..store.turn_memory import subject as task_node
 from .summarize import DEFAULT_BUDGET, Said, abstract_line, extractive, faithful, merged
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ _MERGE_ATTEMPTS = 5
 
 def subject(task: Task) -> str:
     """The graph node of a task: its facts are its key entities."""
-    return f"task:{task.id}"
+    return task_node(task.id)
 
 
 class TaskMemory:

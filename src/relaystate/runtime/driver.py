@@ -17,9 +17,10 @@ from .. import failpoints
 from ..actions.runner import ActionRunner, Claim, describe_result
 from ..model import Message, Session, TaskState
 from ..scope import Scope
+from ..store.turn_memory import Remember
 from ..task.machine import settle
 from ..task.next_step import NextStep, WaitRetry
-from .writer import Change, TaskWriter, Written
+from .writer import Attached, Change, TaskWriter, Written
 
 MAX_STEPS = 200
 """Commits one drive may make before it stops (a guard, far above any template's needs)."""
@@ -37,18 +38,19 @@ class Transcript:
     shown: Callable[[], Session | None] | None = None
     """Asked once the reply is phrased: the session, if phrasing it changed the session (it
     records which version of a summary this session was shown), to write with the reply."""
+    remember: Remember | None = None
+    """Memory keeps the turn in each of its commits (its words, its reply, the task's
+    slots)."""
     _opened: bool = False
     _closed: bool = False
 
-    def attach(
-        self, state: TaskState, step: NextStep, final: bool
-    ) -> tuple[Session | None, list[Message]]:
+    def attach(self, state: TaskState, step: NextStep, final: bool) -> Attached:
         session = None if self._opened else self.session
         messages = [] if self._opened else list(self.said)
         if final and self.reply is not None and not self._closed:
             messages += self.reply(state, step)
             session = self._after_reply(session)
-        return session, messages
+        return Attached(session, messages, self.remember)
 
     def _after_reply(self, session: Session | None) -> Session | None:
         late = self.shown() if self.shown is not None else None
@@ -188,12 +190,12 @@ class _Commit:
             self.claim = self.driver.actions.claim(draft, step, now)
             return True if self.claim is not None else outcome
 
-        def attach(draft: TaskState, step: NextStep) -> tuple[Session | None, list[Message]]:
+        def attach(draft: TaskState, step: NextStep) -> Attached:
             self.final = self.driver._final(
                 self.claim, step, self.run and self.driver.runs_here(draft)
             )
             if self.transcript is None:
-                return None, []
+                return Attached()
             return self.transcript.attach(draft, step, final=self.final)
 
         def describe(draft: TaskState) -> str:

@@ -480,7 +480,7 @@ class Runtime:
             )
         if transcript is not None:
             session, said = transcript.rest(done.state, done.step)
-            self.stores.write_session(session, said)
+            self.stores.write_session(session, said, remember=transcript.remember)
         return Resumption(done.state, done.step)
 
     def _start(

@@ -22,6 +22,7 @@ from ..errors import ConfirmationChanged, InvalidSlot, RelaystateError, TaskLock
 from ..model import Action, Message, Session, Task, TaskState
 from ..scope import Scope
 from ..store.bundle import Stores
+from ..store.turn_memory import Remember
 from ..task.edits import Edit, Start
 from ..task.next_step import AskConfirmation, NextStep
 from ..task.templates import TaskTemplate
@@ -124,6 +125,8 @@ class PendingTurn:
         self._fresh = fresh
         self.request_key: str | None = None
         """The client's key for this request: stored with the user's words, in the commit."""
+        self.memory: Remember | None = None
+        """Keep the turn in memory (its words, its reply, the task's slots), in its commit."""
         self.stored_language: str | None = None
         """The language the session was last in (None for a new session)."""
         self._as_read = session.to_dict()
@@ -215,7 +218,7 @@ class PendingTurn:
 
         if edit is None:
             words = [said, *reply(ReplyContext(None, None))]
-            rt.stores.write_session(self._session_to_write(), words)
+            rt.stores.write_session(self._session_to_write(), words, remember=self.memory)
             return self._result(ReplyContext(None, None), said, replies, {})
         before = self._loaded.get(task_id) if task_id is not None else None
         known = {str(a.seq): a.to_dict() for a in before.actions} if before else {}
@@ -224,6 +227,7 @@ class PendingTurn:
             said=[said],
             reply=lambda s, step: reply(ReplyContext(s, step)),
             shown=shown,
+            remember=self.memory,
         )
         try:
             done = rt.apply(self.scope, edit, known=before, transcript=transcript)
@@ -231,7 +235,7 @@ class PendingTurn:
             step = rt.next_step(before) if before is not None else None
             ctx = ReplyContext(before, step, exc)
             words = [said, *reply(ctx)]
-            rt.stores.write_session(self._session_to_write(), words)
+            rt.stores.write_session(self._session_to_write(), words, remember=self.memory)
             return self._result(ctx, said, replies, known)
         return self._result(ReplyContext(done.state, done.step), said, replies, known)
 

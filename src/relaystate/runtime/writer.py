@@ -13,7 +13,7 @@ import contextlib
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +30,7 @@ from ..model import SCHEMA_VERSION, ActionStatus, Message, Session, TaskState, T
 from ..scope import Scope
 from ..store.bundle import Stores
 from ..store.roles import Commit
+from ..store.turn_memory import Remember
 from ..task.journal import entry_for
 from ..task.machine import settle
 from ..task.next_step import NextStep
@@ -39,8 +40,20 @@ from . import work
 
 Change = Callable[[TaskState], bool | None]
 """Edits a draft in place; returns False to leave the task as it is."""
-Attach = Callable[[TaskState, NextStep], tuple[Session | None, list[Message]]]
-"""What else a commit carries (the turn's session and messages), given the settled draft."""
+
+
+@dataclass
+class Attached:
+    """What else a commit carries: the turn's session and messages, and whether memory
+    keeps the turn in the same transaction."""
+
+    session: Session | None = None
+    messages: list[Message] = field(default_factory=list)
+    remember: Remember | None = None
+
+
+Attach = Callable[[TaskState, NextStep], Attached]
+"""What else a commit carries, given the settled draft."""
 
 CONFLICT_ATTEMPTS = 16
 MIGRATION_FAILED = "migration_failed"
@@ -201,7 +214,7 @@ class TaskWriter:
             action.created_at = action.updated_at = now
         text = reason(state) if callable(reason) else reason
         entry = entry_for(None, state.to_dict(), at=now, actor=actor, reason=text)
-        session, messages = attach(state, step) if attach is not None else (None, [])
+        said = attach(state, step) if attach is not None else Attached()
         failpoints.hit("before_commit", state.task.type)
         item = work.item_for(state)
         self.stores.commit(
@@ -210,10 +223,11 @@ class TaskWriter:
                 0,
                 list(state.actions),
                 entry,
-                session,
-                messages,
+                said.session,
+                said.messages,
                 requeue=item is not None,
                 work=item,
+                remember=said.remember,
             )
         )
         return Written(state, step, True)
@@ -305,9 +319,7 @@ class TaskWriter:
         draft.task.version = new["task"]["version"] = before.task.version + 1
         text = reason(draft) if callable(reason) else reason
         entry = entry_for(old, new, at=now, actor=actor, reason=text)
-        session, messages = (
-            attach(draft, step) if attach is not None and step is not None else (None, [])
-        )
+        said = attach(draft, step) if attach is not None and step is not None else Attached()
         failpoints.hit("before_commit", draft.task.type)
         self.stores.commit(
             Commit(
@@ -315,10 +327,11 @@ class TaskWriter:
                 before.task.version,
                 touched,
                 entry,
-                session,
-                messages,
+                said.session,
+                said.messages,
                 new,
                 requeue=work.changed(old["task"], new["task"]),
                 work=work.item_for(draft),
+                remember=said.remember,
             )
         )

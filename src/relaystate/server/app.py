@@ -92,7 +92,8 @@ def create_app(
 
 
 def _recover(state: ServerState) -> None:
-    """Reconcile and continue what the previous process left running."""
+    """Reconcile and continue what the previous process left running; then queue the
+    vectors its last turns did not get."""
     try:
         report = state.runtime.recover(Scope.admin("server"))
     except RelaystateError as exc:
@@ -100,6 +101,10 @@ def _recover(state: ServerState) -> None:
         return
     for status in report.outcomes.values():
         state.metrics.recovered.labels(status).inc()
+    try:
+        state.catch_up()
+    except RelaystateError as exc:
+        log.warning("catching up memory vectors at start-up failed: %s", exc)
 
 
 def _health(app: FastAPI, state: ServerState) -> None:

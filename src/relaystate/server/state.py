@@ -8,16 +8,18 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from .. import failpoints
 from ..conversation import Conversation
 from ..errors import RelaystateError
 from ..memory.longterm import LongTermMemory
-from ..memory.recorder import MemoryLayers
+from ..memory.recorder import CONVERSATION, MemoryLayers
 from ..runtime.runtime import Runtime
 from ..scope import Scope
 from .limits import RateLimiter
 from .metrics import Metrics
 
 log = logging.getLogger("relaystate.server")
+_EVERY = 2**62
 
 
 @dataclass
@@ -51,10 +53,23 @@ class ServerState:
             self._queued.add(key)
             self._embedding.submit(self._embed, scope, namespace, key, layers)
 
+    def catch_up(self, namespace: str = CONVERSATION) -> int:
+        """Queue the vectors every user's items still lack (what a process killed between
+        a turn's commit and its vector pass left): at start-up, after recovery. How many
+        users were queued."""
+        memory = self.memory
+        if memory is None or memory.embedder is None:
+            return 0
+        owners = memory.memories.unembedded_owners(namespace, memory.embedder.name, limit=_EVERY)
+        for user in owners:
+            self.embed_later(Scope.user(user), namespace, layers=False)
+        return len(owners)
+
     def _embed(self, scope: Scope, namespace: str, key: tuple[str, str], layers: bool) -> None:
         assert self.memory is not None
         with self._lock:
             self._queued.discard(key)
+        failpoints.hit("before_vectors", namespace)
         try:
             self.memory.embed_pending(scope, namespace)
             if layers:

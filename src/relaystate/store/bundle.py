@@ -3,17 +3,25 @@
 Usually one database plays every role (``Stores.of(SQLiteStore(...))``). With a session
 cache, Redis plays the session role in front of that database: the task commit still writes
 the session and messages durably in its transaction, and the cache is told afterwards.
+
+A turn's memory (a :class:`~relaystate.store.turn_memory.Remember` on the commit) rides in
+the same transaction where the database holding the messages keeps memory too and says so
+(``MEMORY_IN_COMMIT``); otherwise it is written right after the commit, through the memory
+roles, and a failure there is logged (the turn happened; memory is derived from it).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 
-from ..errors import StoreURLError
-from ..model import OPEN_TASK_STATUSES, Message, Session, TaskState
+from ..errors import RelaystateError, StoreURLError
+from ..model import OPEN_TASK_STATUSES, Message, Session, Task, TaskState
 from ..scope import Scope
 from .roles import (
+    MEMORY_IN_COMMIT,
     Backend,
     Commit,
     Coordination,
@@ -24,6 +32,9 @@ from .roles import (
     TaskStore,
     WorkingMemory,
 )
+from .turn_memory import Remember, first_turn, slot_facts, turn_items
+
+log = logging.getLogger("relaystate.memory")
 
 
 class Stores:
@@ -40,6 +51,8 @@ class Stores:
         identities: Identities | None = None,
         memories: Memories | None = None,
         working: WorkingMemory | None = None,
+        *,
+        memory_in_commit: bool = False,
     ) -> None:
         self.tasks = tasks
         self.sessions = sessions
@@ -53,6 +66,8 @@ class Stores:
         # database as the task (directly, or behind a cache of that database).
         self._shared = _same(sessions, tasks)
         self._sessions_with_tasks = self._shared or _same(getattr(sessions, "durable", None), tasks)
+        self.memory_in_commit = memory_in_commit and self._sessions_with_tasks
+        """A turn's memory commits with it (else it is written right after the commit)."""
 
     @classmethod
     def of(cls, backend: Backend, *, sessions: SessionStore | None = None) -> Stores:
@@ -62,23 +77,70 @@ class Stores:
         schema = backend if isinstance(backend, SchemaAdmin) else None
         memories = getattr(backend, "memories", None)
         working = getattr(backend, "working", None)
-        return cls(backend, sessions or backend, backend, schema, backend, memories, working)
+        inline = MEMORY_IN_COMMIT in getattr(backend, "capabilities", frozenset())
+        return cls(
+            backend,
+            sessions or backend,
+            backend,
+            schema,
+            backend,
+            memories,
+            working,
+            memory_in_commit=inline and memories is not None and working is not None,
+        )
 
     def commit(self, commit: Commit) -> None:
         """The task change, then what its turn said: one transaction where one database
         holds both; else the task first, then the session and messages (invariant 2)."""
+        remember = commit.remember
+        if remember is not None and not self.memory_in_commit:
+            commit = replace(commit, remember=None)
         if self._sessions_with_tasks:
             self.tasks.commit(commit)
             if not self._shared and (commit.session or commit.messages):
                 self.sessions.committed(commit.session, commit.messages)
-            return
-        self.tasks.commit(replace(commit, session=None, messages=[]))
-        self.write_session(commit.session, commit.messages)
+        else:
+            self.tasks.commit(replace(commit, session=None, messages=[]))
+            self.write_session(commit.session, commit.messages)
+        if remember is not None and commit.remember is None:
+            self._remember_after(remember, commit.messages, commit.task, commit.entry.at)
 
-    def write_session(self, session: Session | None, messages: Sequence[Message]) -> None:
-        """A turn that changed no task: its session and messages in one transaction."""
-        if session is not None or messages:
-            self.sessions.write(session, messages)
+    def write_session(
+        self,
+        session: Session | None,
+        messages: Sequence[Message],
+        *,
+        remember: Remember | None = None,
+    ) -> None:
+        """A turn that changed no task: its session and messages in one transaction (and
+        with ``remember``, their memory items)."""
+        if session is None and not messages:
+            return
+        if remember is not None and self.memory_in_commit:
+            self.sessions.write(session, messages, remember=remember)
+            return
+        self.sessions.write(session, messages)
+        if remember is not None:
+            self._remember_after(remember, messages, None, None)
+
+    def _remember_after(
+        self,
+        remember: Remember,
+        messages: Sequence[Message],
+        task: Task | None,
+        at: datetime | None,
+    ) -> None:
+        """A committed turn's memory, written after its commit by a backend that cannot
+        write it inside; a failure is logged: the turn happened, and the next catches up
+        (its facts are compared with the task's slots then)."""
+        try:
+            items = turn_items(messages, remember.namespace, task.id if task else None)
+            if items and self.memories is not None:
+                self.memories.put_memories(items, at=at or messages[0].created_at)
+            if task is not None and at is not None and self.working is not None:
+                self.working.record_facts(slot_facts(task, at=at, source=first_turn(messages)))
+        except RelaystateError as exc:
+            log.warning("a turn was not recorded in memory: %s", exc)
 
     def said(self, user_id: str, request_key: str) -> list[Message]:
         """The turn a request key committed: the user's words and the replies (or [])."""

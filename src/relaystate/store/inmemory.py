@@ -30,16 +30,18 @@ from ..model import (
     to_iso,
 )
 from ..scope import Scope
-from .roles import ONE_READ_TURN, TURN_READ, Backend, Commit, one_turn
+from .roles import MEMORY_IN_COMMIT, ONE_READ_TURN, TURN_READ, Backend, Commit, one_turn
 from .sqlite.connection import Read, Tx
 from .sqlite.memories import SQLiteMemories, private_database
+from .sqlite.remembered import remember_in
 from .sqlite.working import SQLiteWorkingMemory
+from .turn_memory import Remember
 
 Row = dict[str, object]
 
 
 class InMemoryStore(Backend):
-    capabilities = frozenset({ONE_READ_TURN})
+    capabilities = frozenset({ONE_READ_TURN, MEMORY_IN_COMMIT})
 
     def __init__(self, url: str = "memory://") -> None:
         self.url = url
@@ -110,6 +112,21 @@ class InMemoryStore(Backend):
             if commit.requeue:
                 self._requeue(task.id, commit.work)
             self._write(commit.session, commit.messages)
+            if commit.remember is not None:
+                self._remember(commit.remember, commit.messages, task, commit.entry.at)
+
+    def _remember(
+        self,
+        remember: Remember,
+        messages: Sequence[Message],
+        task: Task | None,
+        at: datetime | None,
+    ) -> None:
+        """The turn's memory, on the private database, while the store's lock is held (no
+        reader sees the turn without it)."""
+        tx, _, _ = self._private()
+        with tx() as db:
+            remember_in(db, remember, messages, task, at)
 
     def _state(self, task_id: str, scope: Scope) -> TaskState | None:
         row = self._tasks.get(task_id)
@@ -259,12 +276,20 @@ class InMemoryStore(Backend):
             ):
                 raise RepeatedRequest(message.request_key)
 
-    def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
+    def write(
+        self,
+        session: Session | None,
+        messages: Sequence[Message] = (),
+        *,
+        remember: Remember | None = None,
+    ) -> None:
         with self._lock:
             if session is not None:
                 self._check_session(session)
             self._check_keys(messages)
             self._write(session, messages)
+            if remember is not None:
+                self._remember(remember, messages, None, None)
 
     def said(self, user_id: str, request_key: str) -> list[Message]:
         with self._lock:

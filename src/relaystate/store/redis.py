@@ -48,6 +48,7 @@ from ..errors import StoreURLError
 from ..model import Message, Session, utcnow
 from ..scope import Scope
 from .roles import SessionStore
+from .turn_memory import Remember
 
 try:
     import redis
@@ -302,8 +303,17 @@ class RedisSessionCache(SessionStore):
         return min(max(remaining, 1), lifetime)
 
     # -- writes: durable first, then one round trip to Redis -----------------------------
-    def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
-        self.durable.write(session, messages)
+    def write(
+        self,
+        session: Session | None,
+        messages: Sequence[Message] = (),
+        *,
+        remember: Remember | None = None,
+    ) -> None:
+        if remember is None:
+            self.durable.write(session, messages)
+        else:  # asked only when the database behind keeps memory in its commit
+            self.durable.write(session, messages, remember=remember)
         self.committed(session, messages)
 
     def committed(self, session: Session | None, messages: Sequence[Message]) -> None:

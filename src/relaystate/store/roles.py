@@ -51,6 +51,7 @@ from ..model import (
 )
 from ..scope import Scope
 from .schema import SchemaStatus, SchemaStep
+from .turn_memory import Remember
 
 DURABLE = "durable"
 """Committed data survives the process (not ``memory://``)."""
@@ -58,6 +59,10 @@ SHARED = "shared"
 """Several processes may use the same store at once."""
 ONE_READ_TURN = "one_read_turn"
 """``read_turn`` fetches a session and its open tasks in one round trip."""
+MEMORY_IN_COMMIT = "memory_in_commit"
+"""``commit`` and ``write`` keep what a :class:`~relaystate.store.turn_memory.Remember` asks
+(the turn's memory items with their keyword index, the task's facts) in their transaction;
+without it, the bundle writes them right after the commit."""
 
 
 @dataclass
@@ -82,6 +87,9 @@ class Commit:
     """The task's row in the work queue changes with this commit: to ``work`` (None: the
     row goes, nothing automatic is due). A claim on the row is kept."""
     work: WorkItem | None = None
+    remember: Remember | None = None
+    """Keep the turn in memory, in this transaction: the messages as long-term items, the
+    task's slots as its facts (only asked of a backend with ``MEMORY_IN_COMMIT``)."""
 
     @property
     def task(self) -> Task:
@@ -206,10 +214,17 @@ class SessionStore(_Closable, ABC):
         """A session, if it exists and is in scope."""
 
     @abstractmethod
-    def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
+    def write(
+        self,
+        session: Session | None,
+        messages: Sequence[Message] = (),
+        *,
+        remember: Remember | None = None,
+    ) -> None:
         """Create or replace a session and append messages, in one transaction (a turn that
         changed no task). NotFound if the session id belongs to another user. The store
-        numbers the messages and sets their ``id``."""
+        numbers the messages and sets their ``id``. ``remember`` (asked only of a backend
+        with ``MEMORY_IN_COMMIT``): the messages' memory items in the same transaction."""
 
     @abstractmethod
     def messages(
@@ -435,6 +450,12 @@ class Memories(_Closable, ABC):
         self, user_id: str, namespace: str, embedder: str, *, limit: int
     ) -> list[MemoryItem]:
         """Items that have no vector of ``embedder`` yet, oldest first."""
+
+    @abstractmethod
+    def unembedded_owners(self, namespace: str, embedder: str, *, limit: int) -> list[str]:
+        """The users (sorted) with items of ``namespace`` that have no vector of
+        ``embedder`` yet: what a background pass catches up after a restart (a turn's items
+        commit with it; their vectors come after, and a crash may fall in between)."""
 
     @abstractmethod
     def memory_generation(self, user_id: str, namespace: str) -> int:

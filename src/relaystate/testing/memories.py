@@ -162,6 +162,18 @@ class MemoryRoleTests(Conformance):
         assert [i for i, _ in memories.load_vectors("alice", "chat", "e1")] == ["b"]
         assert {m.id for m in memories.unembedded("alice", "chat", "e1", limit=10)} == {"a", "c"}
 
+    def test_which_users_still_have_items_without_a_vector(self, memories: Memories) -> None:
+        bob = MemoryItem("b1", "bob", "chat", "bob's", T0)
+        carol = MemoryItem("c1", "carol", "notes", "carol's", T0)
+        memories.put_memories([item("a", "one"), bob, carol], at=T0)
+        assert memories.unembedded_owners("chat", "e1", limit=10) == ["alice", "bob"]
+        assert memories.unembedded_owners("chat", "e1", limit=1) == ["alice"]
+        vector = np.ones(4, dtype="<f4").tobytes()
+        memories.put_vectors("alice", "chat", "e1", [("a", vector)])
+        assert memories.unembedded_owners("chat", "e1", limit=10) == ["bob"]
+        assert memories.unembedded_owners("chat", "e2", limit=10) == ["alice", "bob"]
+        assert memories.unembedded_owners("notes", "e1", limit=10) == ["carol"]
+
     def test_the_latest_items_of_a_namespace_or_a_task(self, memories: Memories) -> None:
         memories.put_memories(
             [

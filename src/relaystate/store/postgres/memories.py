@@ -17,14 +17,14 @@ from ..terms import index_text
 from .connections import Conn
 
 _COLUMNS = "id, user_id, namespace, text, at, source, task_id, data"
-_CONFIG = "english"
+CONFIG = "english"
 """The text search configuration: English stemming and stop words; CJK bigrams pass as
 they are."""
 
 _PUT = f"""
 INSERT INTO memories ({_COLUMNS}, words)
 VALUES (%(id)s, %(user_id)s, %(namespace)s, %(text)s, %(at)s, %(source)s, %(task_id)s,
-        %(data)s, to_tsvector('{_CONFIG}', %(words)s))
+        %(data)s, to_tsvector('{CONFIG}', %(words)s))
 ON CONFLICT (user_id, namespace, id) DO UPDATE SET
     text = EXCLUDED.text, at = EXCLUDED.at, source = EXCLUDED.source,
     task_id = EXCLUDED.task_id, data = EXCLUDED.data, words = EXCLUDED.words,
@@ -100,7 +100,7 @@ class PostgresMemories(Memories):
     ) -> list[tuple[str, float]]:
         if not terms or k < 1:
             return []
-        query = " || ".join(f"plainto_tsquery('{_CONFIG}', %s)" for _ in terms)
+        query = " || ".join(f"plainto_tsquery('{CONFIG}', %s)" for _ in terms)
         extra, args = _filter(where or MemoryFilter())
         rows = self._rows(
             f"WITH q AS (SELECT ({query}) AS q)"
@@ -152,6 +152,15 @@ class PostgresMemories(Memories):
             (user_id, namespace, embedder, embedder, limit),
         )
         return [_item(r) for r in rows]
+
+    def unembedded_owners(self, namespace: str, embedder: str, *, limit: int) -> list[str]:
+        rows = self._rows(
+            "SELECT DISTINCT user_id FROM memories WHERE namespace = %s"
+            " AND (embedded_by IS NULL OR embedded_by < %s OR embedded_by > %s)"
+            " ORDER BY user_id LIMIT %s",
+            (namespace, embedder, embedder, limit),
+        )
+        return [str(r[0]) for r in rows]
 
     def memory_generation(self, user_id: str, namespace: str) -> int:
         rows = self._rows(

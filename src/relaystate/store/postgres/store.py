@@ -60,6 +60,7 @@ from ...scope import Scope
 from .. import schema
 from ..roles import (
     DURABLE,
+    MEMORY_IN_COMMIT,
     ONE_READ_TURN,
     SHARED,
     TURN_READ,
@@ -68,8 +69,10 @@ from ..roles import (
     SchemaAdmin,
     one_turn,
 )
+from ..turn_memory import Remember
 from ..work_rows import WORK_COLUMNS, claimable, work_item
 from ..work_rows import worker_status as _worker_status
+from . import remembered
 from .connections import Conn, Connections
 from .memories import PostgresMemories
 from .working import PostgresWorkingMemory
@@ -102,7 +105,7 @@ def redact(url: str) -> str:
 
 
 class PostgresStore(Backend, SchemaAdmin):
-    capabilities = frozenset({DURABLE, SHARED, ONE_READ_TURN})
+    capabilities = frozenset({DURABLE, SHARED, ONE_READ_TURN, MEMORY_IN_COMMIT})
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
         self.url = url
@@ -170,9 +173,17 @@ class PostgresStore(Backend, SchemaAdmin):
                 params["work_version"] = commit.work.template_version
                 params["work_build"] = commit.work.build
                 params["work_due"] = commit.work.due_at
+        locks: list[str] = []
+        remember = commit.remember
         if commit.messages:
             parts.append(_messages_cte("WHERE EXISTS (SELECT FROM t)"))
-            params["messages"] = _messages_json(commit.messages)
+            at = commit.entry.at if remember is not None else None
+            params["messages"] = _messages_json(commit.messages, remember is not None, at)
+            if remember is not None:
+                parts.append(remembered.items_part(remember, task.id, params))
+        if remember is not None:
+            facts, locks = remembered.facts_part(task, params, bool(commit.messages))
+            parts.append(facts)
         sql = (
             "WITH "
             + ",\n".join(parts)
@@ -181,7 +192,7 @@ class PostgresStore(Backend, SchemaAdmin):
             + (", " + _SESSION_GATE if session is not None else "")
         )
         try:
-            row = self._write(sql, params)
+            row = self._write(sql, params, locks)
         except pg_errors.UniqueViolation as exc:
             raise self._unique_violation(exc, commit.task.id, session, commit.messages) from None
         except pg_errors.DivisionByZero:
@@ -196,12 +207,20 @@ class PostgresStore(Backend, SchemaAdmin):
         if session is not None:
             session.version += 1
 
-    def _write(self, sql: str, params: dict[str, object]) -> tuple[Any, ...]:
-        """Run one writing statement (its own transaction), again after a deadlock."""
+    def _write(
+        self, sql: str, params: dict[str, object], locks: Sequence[str] = ()
+    ) -> tuple[Any, ...]:
+        """Run one writing statement (its own transaction), again after a deadlock; with
+        ``locks``, those advisory locks are taken first, in the same transaction."""
         for attempt in range(_RETRIES):
             try:
                 with self._conn() as conn:
-                    row = conn.execute(sql, params).fetchone()
+                    if not locks:
+                        row = conn.execute(sql, params).fetchone()
+                    else:
+                        with conn.transaction():
+                            conn.execute(remembered.LOCKS, (list(locks),))
+                            row = conn.execute(sql, params).fetchone()
                     assert row is not None
                     return row
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
@@ -466,7 +485,13 @@ class PostgresStore(Backend, SchemaAdmin):
             return cur.rowcount
 
     # -- sessions and messages ---------------------------------------------------------
-    def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
+    def write(
+        self,
+        session: Session | None,
+        messages: Sequence[Message] = (),
+        *,
+        remember: Remember | None = None,
+    ) -> None:
         if session is None and not messages:
             return
         parts: list[str] = []
@@ -480,7 +505,9 @@ class PostgresStore(Backend, SchemaAdmin):
             gate = ", 1 / (SELECT count(*) FROM s)::integer"  # see _SESSION_GATE
         if messages:
             parts.append(_messages_cte(""))
-            params["messages"] = _messages_json(messages)
+            params["messages"] = _messages_json(messages, remember is not None, None)
+            if remember is not None:
+                parts.append(remembered.items_part(remember, None, params))
         sql = (
             "WITH " + ",\n".join(parts) + "\nSELECT 1, " + (_NEW_IDS if messages else "NULL") + gate
         )
@@ -812,7 +839,8 @@ def _messages_cte(gate: str) -> str:
     return f"""mb AS (
     SELECT d->>'session_id' AS session_id, d->>'user_id' AS user_id, d->>'role' AS role,
         d->>'text' AS text, d->>'task_id' AS task_id,
-        (d->>'created_at')::timestamptz AS created_at, d->>'request_key' AS request_key, n
+        (d->>'created_at')::timestamptz AS created_at, d->>'request_key' AS request_key, n,
+        d->>'words' AS words, d->>'added_at' AS added_at
     FROM jsonb_array_elements(%(messages)s::jsonb) WITH ORDINALITY AS m (d, n)
     {gate}
 ),
@@ -822,13 +850,14 @@ mc AS (
     ON CONFLICT (session_id) DO UPDATE SET last_id = c.last_id + EXCLUDED.last_id
     RETURNING session_id, last_id
 ),
+mn AS (
+    SELECT mb.*, mc.last_id - count(*) OVER (PARTITION BY mb.session_id)
+            + row_number() OVER (PARTITION BY mb.session_id ORDER BY mb.n) AS id
+    FROM mb JOIN mc USING (session_id)
+),
 mi AS (
     INSERT INTO messages (session_id, id, user_id, role, text, task_id, created_at, request_key)
-    SELECT mb.session_id,
-        mc.last_id - count(*) OVER (PARTITION BY mb.session_id)
-            + row_number() OVER (PARTITION BY mb.session_id ORDER BY mb.n),
-        mb.user_id, mb.role, mb.text, mb.task_id, mb.created_at, mb.request_key
-    FROM mb JOIN mc USING (session_id)
+    SELECT session_id, id, user_id, role, text, task_id, created_at, request_key FROM mn
     RETURNING session_id, id
 )"""
 
@@ -893,6 +922,13 @@ def _message(row: Sequence[Any]) -> Message:
     )
 
 
-def _messages_json(messages: Sequence[Message]) -> Jsonb:
-    """Messages as the statements' JSON batch (with the request key, which views leave out)."""
-    return Jsonb([{**m.to_dict(), "request_key": m.request_key} for m in messages])
+def _messages_json(
+    messages: Sequence[Message], remember: bool = False, at: datetime | None = None
+) -> Jsonb:
+    """Messages as the statements' JSON batch (with the request key, which views leave out;
+    and, to be remembered, their memory items' words and time added, ``at``)."""
+    rows = [{**m.to_dict(), "request_key": m.request_key} for m in messages]
+    if remember:
+        for row, extra in zip(rows, remembered.message_fields(messages, at), strict=True):
+            row.update(extra)
+    return Jsonb(rows)

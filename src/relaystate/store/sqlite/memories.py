@@ -41,27 +41,8 @@ class SQLiteMemories(Memories):
         self._tx, self._read = tx, read
 
     def put_memories(self, items: Sequence[MemoryItem], *, at: datetime) -> int:
-        touched: set[tuple[str, str]] = set()
         with self._tx() as db:
-            for item in items:
-                old = db.execute(
-                    "SELECT n FROM memories WHERE user_id = ? AND namespace = ? AND id = ?",
-                    (item.user_id, item.namespace, item.id),
-                ).fetchone()
-                if old is not None:
-                    db.execute("DELETE FROM memories_fts WHERE rowid = ?", old)
-                    db.execute("DELETE FROM memory_vectors WHERE n = ?", old)
-                    db.execute("DELETE FROM memories WHERE n = ?", old)
-                n = db.execute(
-                    f"INSERT INTO memories ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    _row(item, at),
-                ).lastrowid
-                db.execute(
-                    "INSERT INTO memories_fts (rowid, owner, words) VALUES (?, ?, ?)",
-                    (n, owner_token(item.user_id, item.namespace), index_text(item.text)),
-                )
-                touched.add((item.user_id, item.namespace))
-            _bump(db, touched)
+            put_in(db, items, at=at)
         return len(items)
 
     def get_memories(self, user_id: str, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
@@ -175,6 +156,15 @@ class SQLiteMemories(Memories):
         )
         return [_item(r) for r in rows]
 
+    def unembedded_owners(self, namespace: str, embedder: str, *, limit: int) -> list[str]:
+        rows = self._read(
+            "SELECT DISTINCT user_id FROM memories WHERE namespace = ?"
+            " AND (embedded_by IS NULL OR embedded_by < ? OR embedded_by > ?)"
+            " ORDER BY user_id LIMIT ?",
+            (namespace, embedder, embedder, limit),
+        )
+        return [str(r[0]) for r in rows]
+
     def memory_generation(self, user_id: str, namespace: str) -> int:
         rows = self._read(
             "SELECT generation FROM memory_generations WHERE user_id = ? AND namespace = ?",
@@ -217,6 +207,31 @@ def _locked_tx(db: sqlite3.Connection, lock: threading.RLock) -> Iterator[sqlite
         db.execute("COMMIT")
 
 
+def put_in(db: sqlite3.Connection, items: Sequence[MemoryItem], *, at: datetime | None) -> None:
+    """Add or replace items and their keyword index rows in the caller's transaction (the
+    turn's commit, or :meth:`SQLiteMemories.put_memories`); ``at`` None: each item's time."""
+    touched: set[tuple[str, str]] = set()
+    for item in items:
+        old = db.execute(
+            "SELECT n FROM memories WHERE user_id = ? AND namespace = ? AND id = ?",
+            (item.user_id, item.namespace, item.id),
+        ).fetchone()
+        if old is not None:
+            db.execute("DELETE FROM memories_fts WHERE rowid = ?", old)
+            db.execute("DELETE FROM memory_vectors WHERE n = ?", old)
+            db.execute("DELETE FROM memories WHERE n = ?", old)
+        n = db.execute(
+            f"INSERT INTO memories ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            _row(item, at if at is not None else item.time),
+        ).lastrowid
+        db.execute(
+            "INSERT INTO memories_fts (rowid, owner, words) VALUES (?, ?, ?)",
+            (n, owner_token(item.user_id, item.namespace), index_text(item.text)),
+        )
+        touched.add((item.user_id, item.namespace))
+    _bump(db, touched)
+
+
 def _bump(db: sqlite3.Connection, touched: set[tuple[str, str]]) -> None:
     for user_id, namespace in touched:
         db.execute(
@@ -241,7 +256,7 @@ def _filter(where: MemoryFilter) -> tuple[str, list[object]]:
     return sql, args
 
 
-def _row(item: MemoryItem, at: datetime) -> tuple[object, ...]:
+def _row(item: MemoryItem, at: datetime | None) -> tuple[object, ...]:
     data = {"metadata": item.metadata, "cites": list(item.cites), "added_at": to_iso(at)}
     return (
         item.id,

@@ -39,12 +39,23 @@ from ...model import (
 )
 from ...scope import Scope
 from .. import schema
-from ..roles import DURABLE, SHARED, TURN_READ, Backend, Commit, SchemaAdmin, one_turn
+from ..roles import (
+    DURABLE,
+    MEMORY_IN_COMMIT,
+    SHARED,
+    TURN_READ,
+    Backend,
+    Commit,
+    SchemaAdmin,
+    one_turn,
+)
+from ..turn_memory import Remember
 from ..work_rows import WORK_COLUMNS, claimable, work_item
 from ..work_rows import worker_status as _worker_status
 from .connection import statements
 from .files import check_tables, connect, finish, rollback, translated
 from .memories import SQLiteMemories
+from .remembered import remember_in
 from .working import SQLiteWorkingMemory
 
 
@@ -75,7 +86,7 @@ def _dumps(value: object) -> str:
 
 
 class SQLiteStore(Backend, SchemaAdmin):
-    capabilities = frozenset({DURABLE, SHARED})
+    capabilities = frozenset({DURABLE, SHARED, MEMORY_IN_COMMIT})
 
     def __init__(
         self, path: str | Path, *, synchronous: str = "FULL", migrate: bool = True
@@ -206,6 +217,8 @@ class SQLiteStore(Backend, SchemaAdmin):
             if commit.session is not None:
                 self._put_session(db, commit.session)
             self._append(db, commit.messages)
+            if commit.remember is not None:
+                remember_in(db, commit.remember, commit.messages, task, entry.at)
         if commit.session is not None:
             commit.session.version += 1  # committed: this copy is now at the stored version
 
@@ -439,13 +452,21 @@ class SQLiteStore(Backend, SchemaAdmin):
             return cur.rowcount
 
     # -- sessions and messages ---------------------------------------------------------
-    def write(self, session: Session | None, messages: Sequence[Message] = ()) -> None:
+    def write(
+        self,
+        session: Session | None,
+        messages: Sequence[Message] = (),
+        *,
+        remember: Remember | None = None,
+    ) -> None:
         if session is None and not messages:
             return
         with self._tx() as db:
             if session is not None:
                 self._put_session(db, session)
             self._append(db, messages)
+            if remember is not None:
+                remember_in(db, remember, messages, None, None)
         if session is not None:
             session.version += 1
 

@@ -5,6 +5,7 @@ and ``memory://`` (a private in-memory SQLite database)."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -30,41 +31,8 @@ class SQLiteWorkingMemory(WorkingMemory):
         self._tx, self._read = tx, read
 
     def record_facts(self, facts: Sequence[Fact]) -> list[Fact]:
-        recorded: list[Fact] = []
         with self._tx() as db:
-            for fact in facts:
-                key = node_key(fact.subject) or fact.subject
-                value = None if fact.object is None else dumps(fact.object)
-                open_ = db.execute(
-                    "SELECT seq, object, valid_from FROM facts WHERE user_id = ?"
-                    " AND subject_key = ? AND predicate = ? AND valid_to IS NULL ORDER BY seq",
-                    (fact.user_id, key, fact.predicate),
-                ).fetchall()
-                if value is not None and any(row[1] == value for row in open_):
-                    continue  # already what memory holds
-                for seq, _, since in open_ if fact.single or value is None else ():
-                    until = max(to_iso(fact.valid_from) or "", since)
-                    db.execute("UPDATE facts SET valid_to = ? WHERE seq = ?", (until, seq))
-                if value is None:
-                    continue
-                seq = db.execute(
-                    "INSERT INTO facts (user_id, subject, subject_key, predicate, object, node,"
-                    " valid_from, source, task_id, single) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        fact.user_id,
-                        fact.subject,
-                        key,
-                        fact.predicate,
-                        value,
-                        node_key(fact.object),
-                        to_iso(fact.valid_from),
-                        fact.source,
-                        fact.task_id,
-                        int(fact.single),
-                    ),
-                ).lastrowid
-                recorded.append(_with_seq(fact, int(seq or 0)))
-        return recorded
+            return record_in(db, facts)
 
     def current_facts(
         self,
@@ -126,6 +94,55 @@ class SQLiteWorkingMemory(WorkingMemory):
             sql += " AND merged_into IS NULL"
         rows = self._read(sql + " ORDER BY created_at, level, id", (user_id, task_id))
         return [_summary(r) for r in rows]
+
+
+def record_in(db: sqlite3.Connection, facts: Sequence[Fact]) -> list[Fact]:
+    """Record facts against what is current, in the caller's transaction (the turn's
+    commit, or :meth:`SQLiteWorkingMemory.record_facts`); the facts that changed memory.
+    The open facts of each subject are read once (a task's slots are one subject)."""
+    recorded: list[Fact] = []
+    held: dict[tuple[str, str], dict[str, list[tuple[int, str, str]]]] = {}
+    for fact in facts:
+        key = node_key(fact.subject) or fact.subject
+        value = None if fact.object is None else dumps(fact.object)
+        if (fact.user_id, key) not in held:
+            by_name: dict[str, list[tuple[int, str, str]]] = {}
+            for seq, name, obj, since in db.execute(
+                "SELECT seq, predicate, object, valid_from FROM facts WHERE user_id = ?"
+                " AND subject_key = ? AND valid_to IS NULL ORDER BY seq",
+                (fact.user_id, key),
+            ):
+                by_name.setdefault(name, []).append((seq, obj, since))
+            held[(fact.user_id, key)] = by_name
+        open_ = held[(fact.user_id, key)].setdefault(fact.predicate, [])
+        if value is not None and any(row[1] == value for row in open_):
+            continue  # already what memory holds
+        if fact.single or value is None:
+            for seq, _, since in open_:
+                until = max(to_iso(fact.valid_from) or "", since)
+                db.execute("UPDATE facts SET valid_to = ? WHERE seq = ?", (until, seq))
+            open_.clear()
+        if value is None:
+            continue
+        seq = db.execute(
+            "INSERT INTO facts (user_id, subject, subject_key, predicate, object, node,"
+            " valid_from, source, task_id, single) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                fact.user_id,
+                fact.subject,
+                key,
+                fact.predicate,
+                value,
+                node_key(fact.object),
+                to_iso(fact.valid_from),
+                fact.source,
+                fact.task_id,
+                int(fact.single),
+            ),
+        ).lastrowid
+        open_.append((int(seq or 0), value, to_iso(fact.valid_from) or ""))
+        recorded.append(_with_seq(fact, int(seq or 0)))
+    return recorded
 
 
 def _marks(values: Sequence[object]) -> str:

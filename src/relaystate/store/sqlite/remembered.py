@@ -1,0 +1,28 @@
+"""A turn's memory in SQLite, written in the caller's transaction: the messages' long-term
+items with their keyword index rows, and the task's slots against its open facts. The
+embedded store calls it inside its commit; ``memory://`` inside its lock, on its private
+database."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+
+from ...model import Message, Task
+from ..turn_memory import Remember, first_turn, slot_facts, turn_items
+from .memories import put_in
+from .working import record_in
+
+
+def remember_in(
+    db: sqlite3.Connection,
+    remember: Remember,
+    messages: Sequence[Message],
+    task: Task | None,
+    at: datetime | None,
+) -> None:
+    """Keep the turn (its numbered ``messages``; ``task`` as the commit left it, at ``at``)."""
+    put_in(db, turn_items(messages, remember.namespace, task.id if task else None), at=at)
+    if task is not None and at is not None:
+        record_in(db, slot_facts(task, at=at, source=first_turn(messages)))

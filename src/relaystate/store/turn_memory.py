@@ -1,0 +1,77 @@
+"""What memory keeps of a committed turn, made by the store that commits it.
+
+A turn's words and reply become long-term items of the ``conversation`` namespace, and the
+task's slots its key entities (facts about ``task:<id>``). Both are written in the turn's
+own transaction (invariant 2 of the design notes: one turn, one write), so memory can never
+miss a turn that happened nor hold one that did not; only their vectors follow, made by a
+background pass, since they are derived and an embedder is slow. A backend that cannot
+write them in its commit (a user's own) gets them written right after, by
+:class:`~relaystate.store.bundle.Stores`, from the same functions here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..model import Fact, MemoryItem, Message, Task
+
+CONVERSATION = "conversation"
+"""The long-term namespace every turn is kept in."""
+TURN = "turn"
+"""The ``source`` of a memory item that is a turn."""
+
+
+@dataclass(frozen=True)
+class Remember:
+    """Asks a commit to keep its turn in memory: each message as an item of ``namespace``
+    (id ``<session>:<message>``), and the task's slots as its key entities."""
+
+    namespace: str = CONVERSATION
+
+
+def turn_id(message: Message) -> str:
+    """A turn's id in memory and in citations: its session and message number."""
+    return f"{message.session_id}:{message.id}"
+
+
+def subject(task_id: str) -> str:
+    """The graph node of a task: its facts are its key entities."""
+    return f"task:{task_id}"
+
+
+def turn_items(
+    messages: Iterable[Message], namespace: str, task_id: str | None
+) -> list[MemoryItem]:
+    """The long-term items of numbered messages (``task_id``: for those that name none)."""
+    return [
+        MemoryItem(
+            turn_id(m),
+            m.user_id,
+            namespace,
+            m.text,
+            m.created_at,
+            TURN,
+            m.task_id or task_id,
+            {"session": m.session_id, "role": m.role, "message": m.id},
+        )
+        for m in messages
+        if m.id is not None
+    ]
+
+
+def slot_facts(task: Task, *, at: datetime, source: str | None) -> list[Fact]:
+    """Every slot of the task as a fact to record against what memory holds: an equal
+    value changes nothing, a new one closes the old, None closes without a new one."""
+    about = subject(task.id)
+    return [
+        Fact(task.user_id, about, name, value, at, None, source, task.id)
+        for name, value in sorted(task.slots.items())
+    ]
+
+
+def first_turn(messages: Sequence[Message]) -> str | None:
+    """The turn id facts cite as their source: the commit's first numbered message."""
+    numbered = [m for m in messages if m.id is not None]
+    return turn_id(numbered[0]) if numbered else None
