@@ -231,3 +231,33 @@ def test_first_fill_and_confirm_turns_are_one_transaction_each_on_postgres(
     hits = layers.longterm.search(ALICE, CONVERSATION, "Ana Costa nights", k=1, mode="keyword")
     assert hits and hits[0].item.text == FILL
     conv.runtime.close()
+
+
+def test_a_backend_without_memory_in_its_commit_gets_it_right_after(tmp_path: Path) -> None:
+    """A user's own backend that does not declare ``MEMORY_IN_COMMIT``: the bundle writes
+    the turn's memory through the roles after the commit, complete all the same."""
+    from relaystate.store import Stores
+
+    store = SQLiteStore(tmp_path / "own.db")
+    stores = Stores(store, store, store, store, store, store.memories, store.working)
+    assert not stores.memory_in_commit
+    rt = Runtime(stores, [hotel()])
+    layers = MemoryLayers.of(rt)
+    conv = Conversation(rt, memory=Recorder(layers, clock=rt.clock))
+    conv.handle(ALICE, FIRST, "s1")
+    trace = Traced(store)
+    turn = conv.handle(ALICE, FILL, "s1")
+    txs = trace.writes()
+    assert [any("INSERT INTO tasks" in s or "UPDATE tasks" in s for s in tx) for tx in txs] == [
+        True,
+        False,
+        False,
+    ]  # the turn, then its items, then its facts
+    assert turn.state is not None and layers.tasks is not None and layers.longterm is not None
+    assert layers.tasks.entities(turn.state.task) == {
+        "city": "Lisbon",
+        "nights": 3,
+        "guest": "Ana Costa",
+    }
+    assert layers.longterm.count(ALICE, CONVERSATION) == 4
+    rt.close()

@@ -177,6 +177,16 @@ def test_a_bad_turn_is_a_4xx_and_writes_nothing(
     assert api.rt.tasks(ADMIN) == []
 
 
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/tasks?limt=5", "/v1/tasks?status=all&=x", "/healthz?verbose=1", "/v1/sessions/s1?x="],
+)
+def test_an_unknown_query_parameter_is_refused_not_ignored(api: Api, path: str) -> None:
+    answer = api.call("alice", "GET", path)
+    error(answer, 422, "invalid_input")
+    assert "is not a query parameter of this operation" in answer.json()["error"]["message"]
+
+
 # -- tasks ----------------------------------------------------------------------------------
 def test_tasks_their_actions_history_and_replayed_state(api: Api) -> None:
     turn = booked(api)

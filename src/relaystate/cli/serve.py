@@ -50,6 +50,14 @@ def register(commands: Any) -> None:
         "(default $RELAYSTATE_EMBEDDER, else hash).",
     )
     p.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        help="Server processes on the one port (1). Each takes a core; on SQLite they share "
+        "the file's one writer, so more than one pays on PostgreSQL. The rate limit is per "
+        "process.",
+    )
+    p.add_argument(
         "--no-demo-key",
         dest="demo_key",
         action="store_false",
@@ -77,6 +85,12 @@ def _exit_cleanly(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
+def _workers(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"workers is 1 to 64, not {text!r}")
+    return int(text)
+
+
 def _port(text: str) -> int:
     if not text.isdigit() or not 0 < int(text) < 65536:
         raise argparse.ArgumentTypeError(f"a port is 1 to 65535, not {text!r}")
@@ -87,47 +101,69 @@ def serve(ns: argparse.Namespace) -> None:
     """Run the server until Ctrl-C; print its address and a key for the demo user.
 
     The port is taken first: a busy one is one ``error:`` line, before anything is written.
-    The demo key replaces the one an earlier ``serve`` printed (that one is revoked)."""
+    The demo key replaces the one an earlier ``serve`` printed (that one is revoked). With
+    ``--workers N``, N processes serve on the one socket (:mod:`.prefork`)."""
+    opts = Options.parse(ns)
+    listening = _listen(ns.host, ns.port)
+    try:
+        if ns.workers == 1:
+            with opts.runtime(execute=ns.execute) as rt:
+                _announce(ns, rt)
+                _run(ns, rt, listening)
+            return
+        with opts.runtime(execute=ns.execute) as rt:  # the schema, the key: once, up front
+            _announce(ns, rt)
+        from . import prefork
+
+        def child() -> None:
+            with opts.runtime(execute=ns.execute) as own:
+                _run(ns, own, listening)
+
+        code = prefork.run(ns.workers, child)
+        if code:
+            raise SystemExit(code)
+    finally:
+        listening.close()
+
+
+def _announce(ns: argparse.Namespace, rt: Any) -> None:
+    secret = _demo_key(rt) if ns.demo_key else None
+    where = f"http://{_shown(ns.host)}:{ns.port}/"
+    workers = f" ({ns.workers} worker processes)" if ns.workers > 1 else ""
+    print(f"relaystate: dashboard at {where}, API at {where}docs{workers}", flush=True)
+    if secret is not None:
+        print(f"API key for the demo user '{DEMO_USER}': {secret}", flush=True)
+
+
+def _run(ns: argparse.Namespace, rt: Any, listening: socket.socket) -> None:
+    """Serve on ``listening`` over ``rt`` until SIGTERM or SIGINT (then drain and return)."""
     import uvicorn
 
     from ..server import create_app
     from ..workers.presence import Presence
     from .memory import embedder
 
-    opts = Options.parse(ns)
-    listening = _listen(ns.host, ns.port)
+    app = create_app(rt, rate=ns.rate, burst=max(2 * ns.rate, 1.0), embedder=embedder(ns.embedder))
+    presence = Presence(rt, role="api")
+    presence.start()  # `relaystate builds` counts this process under its build
+    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again
+    # through the handler it found: that one exits cleanly (0, deregistered) instead
+    # of the process dying by the signal; so does a signal before uvicorn started.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _exit_cleanly)
+    config = uvicorn.Config(
+        app,
+        host=ns.host,
+        port=ns.port,
+        log_level="warning",
+        timeout_graceful_shutdown=max(1, round(ns.grace)),
+    )
     try:
-        with opts.runtime(execute=ns.execute) as rt:
-            secret = _demo_key(rt) if ns.demo_key else None
-            app = create_app(
-                rt, rate=ns.rate, burst=max(2 * ns.rate, 1.0), embedder=embedder(ns.embedder)
-            )
-            where = f"http://{_shown(ns.host)}:{ns.port}/"
-            print(f"relaystate: dashboard at {where}, API at {where}docs", flush=True)
-            if secret is not None:
-                print(f"API key for the demo user '{DEMO_USER}': {secret}", flush=True)
-            presence = Presence(rt, role="api")
-            presence.start()  # `relaystate builds` counts this process under its build
-            # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again
-            # through the handler it found: that one exits cleanly (0, deregistered) instead
-            # of the process dying by the signal; so does a signal before uvicorn started.
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, _exit_cleanly)
-            config = uvicorn.Config(
-                app,
-                host=ns.host,
-                port=ns.port,
-                log_level="warning",
-                timeout_graceful_shutdown=max(1, round(ns.grace)),
-            )
-            try:
-                # SIGTERM: stop accepting, finish requests in flight, exit. Open event
-                # streams end with the process instead of holding a restart forever.
-                uvicorn.Server(config).run(sockets=[listening])
-            finally:
-                presence.stop()
+        # SIGTERM: stop accepting, finish requests in flight, exit. Open event
+        # streams end with the process instead of holding a restart forever.
+        uvicorn.Server(config).run(sockets=[listening])
     finally:
-        listening.close()
+        presence.stop()
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -31,6 +31,7 @@ from . import apidocs, errors, events, fleet, memory, openapi, routes
 from .limits import BodyLimit, RateLimiter, Receive, Send
 from .limits import Scope as AsgiScope
 from .metrics import Metrics
+from .query import known_query
 from .state import ServerState
 
 log = logging.getLogger("relaystate.server")
@@ -73,6 +74,7 @@ def create_app(
         version="1",
         summary="Durable Sessions, Tasks and Actions: resume any multi-step task where it stopped.",
         lifespan=lifespan,
+        dependencies=[Depends(known_query)],
     )
     app.state.relaystate = state
     app.state.store_url = runtime.stores.url
