@@ -405,6 +405,27 @@ def test_an_answer_in_a_new_session_goes_to_the_waiting_task(conv: Conversation)
     assert turn.state.task.slots["travel_date"] == "2026-12-11"
 
 
+@pytest.mark.parametrize("again", ["I need a train ticket from Boston to New York", "train ticket"])
+def test_the_same_request_in_a_new_session_resumes_the_open_task_with_no_error(
+    conv: Conversation, again: str
+) -> None:
+    first = say(conv, "I need a train ticket from Boston to New York")
+    assert first.state is not None
+    turn = say(conv, again, session="s2")
+    assert turn.state is not None and turn.state.task.id == first.state.task.id
+    assert "Sorry" not in turn.reply and "not a date" not in turn.reply, turn.reply
+    assert turn.reply.endswith(first.reply), (turn.reply, first.reply)  # the same question
+    assert conv.runtime.open_tasks(ALICE) == [turn.state.task]  # not a second one
+
+
+def test_the_request_again_with_a_new_value_fills_it_in_the_open_task(conv: Conversation) -> None:
+    first = say(conv, "I need a train ticket from Boston to New York")
+    assert first.state is not None
+    turn = say(conv, "train ticket from Boston to New York next Friday", session="s2")
+    assert turn.state is not None and turn.state.task.id == first.state.task.id
+    assert turn.state.task.slots["travel_date"] == "2026-12-11", turn.reply
+
+
 def test_a_correction_is_journaled_with_the_old_value(conv: Conversation) -> None:
     turn = say(conv, "从上海到苏州的火车票", "不是苏州，是杭州")
     assert turn.state is not None

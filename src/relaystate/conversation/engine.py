@@ -306,7 +306,12 @@ class _Turn:
         elsewhere = self._open_elsewhere(chosen)
         if elsewhere is not None:
             self.why += f" | continues the open {chosen.template.type} {elsewhere.task.id[:8]}"
-            return self._continue(elsewhere)
+            # what the message says of a new Task is what it says of this one: read again as
+            # the answer to this Task's question, "book a flight" is no date
+            held = elsewhere.task.slots
+            if all(held.get(k) == v for k, v in chosen.extraction.values.items()):
+                return self._welcome(elsewhere)
+            return self._continue(elsewhere, chosen.extraction)
         return self._start(chosen.template, chosen.extraction)
 
     def _open_elsewhere(self, chosen: routing.Candidate) -> TaskState | None:
