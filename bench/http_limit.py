@@ -57,6 +57,9 @@ from relaystate.server.api_keys import issue
 
 NOW = "2026-11-29T10:00:00"
 TEXT = "book a flight from Beijing to Shanghai"
+USERS = 500
+"""Users (each an API key) the requests rotate through: a user's own first turns meet the
+open Tasks of their earlier ones, as a returning user's would."""
 BENCH = Path(__file__).resolve().parent
 LUA = """
 local counter = 0
@@ -71,7 +74,7 @@ end
 function request()
     counter = counter + 1
     local path = string.gsub(PATH, "{sid}", prefix .. "-" .. counter)
-    return wrk.format("POST", path, HEADERS, BODY)
+    return wrk.format("POST", path, HEADERS[(counter % #HEADERS) + 1], BODY)
 end
 function done(summary, latency, requests)
     local e = summary.errors
@@ -92,7 +95,8 @@ class Server:
     url: str
     proc: subprocess.Popen[bytes]
     path: str
-    headers: dict[str, str]
+    headers: list[dict[str, str]]
+    """One set per user the requests rotate through."""
 
     def cpu_s(self) -> float:
         return server_cpu_s([self.proc.pid]) or 0.0
@@ -128,9 +132,10 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
 
 def start_relaystate(store: str, work: Path, workers: int = 1) -> Server:
     with Runtime(open_store(store), []) as rt:
-        _, secret = issue(
-            rt, Scope.admin("bench"), "bench", name="bench", admin=False, now=rt.clock()
-        )
+        secrets = [
+            issue(rt, Scope.admin("bench"), f"u{n}", name="bench", admin=False, now=rt.clock())[1]
+            for n in range(USERS)
+        ]
     port = free_port()
     env = {**os.environ, "RELAYSTATE_NOW": NOW}
     log = work / f"serve-{port}.log"
@@ -141,7 +146,10 @@ def start_relaystate(store: str, work: Path, workers: int = 1) -> Server:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     wait_ready(f"{url}/healthz", proc, log)
-    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+    headers = [
+        {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+        for secret in secrets
+    ]
     name = "relaystate serve" + (f" --workers {workers}" if workers > 1 else "")
     return Server(name, url, proc, "/v1/sessions/{sid}/messages", headers)
 
@@ -156,7 +164,7 @@ def start_one_insert(store: str, work: Path) -> Server:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     wait_ready(f"{url}/", proc, log)
-    headers = {"Content-Type": "application/json"}
+    headers = [{"Content-Type": "application/json"}]
     return Server("one-insert app", url, proc, "/insert/{sid}", headers)
 
 
@@ -166,7 +174,10 @@ def wrk_run(server: Server, clients: int, seconds: float, script: Path) -> dict[
     script_file = script.with_name(f"run-{server.proc.pid}.lua")
     headers = (
         "{"
-        + ", ".join(f"[{json.dumps(k)}] = {json.dumps(v)}" for k, v in server.headers.items())
+        + ", ".join(
+            "{" + ", ".join(f"[{json.dumps(k)}] = {json.dumps(v)}" for k, v in h.items()) + "}"
+            for h in server.headers
+        )
         + "}"
     )
     body = json.dumps(json.dumps({"text": TEXT}))
@@ -210,11 +221,11 @@ def in_process_cpu_ms(store: str, turns: int, work: Path) -> float:
     os.environ["RELAYSTATE_NOW"] = NOW
     rt = Runtime(open_store(store), templates(work / "inproc-ledger.db"))
     conv = Conversation(rt, memory=Recorder(MemoryLayers.of(rt), clock=rt.clock))
-    user = Scope.user("inproc")
     for n in range(20):  # warm: the template's derived data, the statement cache
-        conv.handle(user, TEXT, f"warm-{n}")
+        conv.handle(Scope.user(f"u{n % USERS}"), TEXT, f"warm-{n}")
     samples = []
     for n in range(turns):
+        user = Scope.user(f"u{n % USERS}")
         t0 = time.process_time()
         conv.handle(user, TEXT, f"s-{n}")
         samples.append(time.process_time() - t0)
