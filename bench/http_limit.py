@@ -213,14 +213,17 @@ def wrk_run(server: Server, clients: int, seconds: float, script: Path) -> dict[
 
 
 def in_process_cpu_ms(store: str, turns: int, work: Path) -> float:
-    """CPU per first turn in this process (memory on): what the server adds is the rest."""
+    """CPU per first turn in this process, memory on as ``serve`` has it (items, facts and
+    hashed vectors in the commit): what the server adds is the rest."""
     from relaystate.conversation import Conversation
     from relaystate.demo import templates
+    from relaystate.memory.embed import HashEmbedder
     from relaystate.memory.recorder import MemoryLayers, Recorder
 
     os.environ["RELAYSTATE_NOW"] = NOW
     rt = Runtime(open_store(store), templates(work / "inproc-ledger.db"))
-    conv = Conversation(rt, memory=Recorder(MemoryLayers.of(rt), clock=rt.clock))
+    layers = MemoryLayers.of(rt, embedder=HashEmbedder())  # as `serve --embedder hash`
+    conv = Conversation(rt, memory=Recorder(layers, clock=rt.clock))
     for n in range(20):  # warm: the template's derived data, the statement cache
         conv.handle(Scope.user(f"u{n % USERS}"), TEXT, f"warm-{n}")
     samples = []

@@ -22,6 +22,7 @@ from relaystate import (
     user_confirmed,
 )
 from relaystate.conversation import Conversation
+from relaystate.memory.embed import HashEmbedder
 from relaystate.memory.recorder import CONVERSATION, MemoryLayers, Recorder
 from relaystate.store import SQLiteStore
 
@@ -54,9 +55,11 @@ def hotel() -> TaskTemplate:
     )
 
 
-def conversation(url: str, clock: Clock) -> tuple[Conversation, MemoryLayers]:
+def conversation(
+    url: str, clock: Clock, embedder: HashEmbedder | None = None
+) -> tuple[Conversation, MemoryLayers]:
     rt = Runtime(open_store(url), [hotel()], clock=clock)
-    layers = MemoryLayers.of(rt)
+    layers = MemoryLayers.of(rt, embedder=embedder)
     return Conversation(rt, memory=Recorder(layers, clock=rt.clock)), layers
 
 
@@ -190,7 +193,7 @@ def test_first_fill_and_confirm_turns_are_one_transaction_each_on_postgres(
     import psycopg
 
     clock = Clock()
-    conv, layers = conversation(pg_cluster.url, clock)
+    conv, layers = conversation(pg_cluster.url, clock, HashEmbedder())
     with psycopg.connect(pg_cluster.url, autocommit=True) as pg:
 
         def next_xid() -> int:
@@ -214,10 +217,12 @@ def test_first_fill_and_confirm_turns_are_one_transaction_each_on_postgres(
                 " UNION ALL SELECT xmin::text FROM messages WHERE session_id = 's1'"
                 "   AND id > %(n)s"
                 " UNION ALL SELECT xmin::text FROM memories WHERE id IN (%(w)s, %(r)s)"
-                " UNION ALL SELECT xmin::text FROM memory_generations WHERE user_id = 'alice'",
+                " UNION ALL SELECT xmin::text FROM memory_generations WHERE user_id = 'alice'"
+                " UNION ALL SELECT v.xmin::text FROM memory_vectors v JOIN memories m USING (n)"
+                "   WHERE m.id IN (%(w)s, %(r)s)",
                 {"t": task_id, "n": 2 * n, "w": words, "r": reply},
             ).fetchall()
-            assert len(writers) == 6 and len({w[0] for w in writers}) == 1, said
+            assert len(writers) == 8 and len({w[0] for w in writers}) == 1, said
         facts = pg.execute(
             "SELECT predicate, object, valid_to IS NULL FROM facts WHERE subject = %s ORDER BY seq",
             (f"task:{task_id}",),
@@ -230,6 +235,24 @@ def test_first_fill_and_confirm_turns_are_one_transaction_each_on_postgres(
     assert layers.longterm is not None
     hits = layers.longterm.search(ALICE, CONVERSATION, "Ana Costa nights", k=1, mode="keyword")
     assert hits and hits[0].item.text == FILL
+    hits = layers.longterm.search(ALICE, CONVERSATION, "Ana Costa nights", k=1, mode="vector")
+    assert hits and hits[0].item.text == FILL
+    conv.runtime.close()
+
+
+def test_a_cheap_embedders_vectors_ride_in_the_commit_on_sqlite(tmp_path: Path) -> None:
+    clock = Clock()
+    conv, layers = conversation(f"sqlite:///{tmp_path}/v.db", clock, HashEmbedder())
+    assert isinstance(conv.runtime.stores.tasks, SQLiteStore)
+    trace = Traced(conv.runtime.stores.tasks)
+    conv.handle(ALICE, FIRST, "s1")
+    (tx,) = trace.writes()
+    assert kinds(trace, tx)["INSERT memory_vectors"] == 2
+    assert layers.longterm is not None and layers.longterm.embedder is not None
+    name = layers.longterm.embedder.name
+    assert layers.longterm.memories.unembedded("alice", CONVERSATION, name, limit=9) == []
+    hits = layers.longterm.search(ALICE, CONVERSATION, "hotel Lisbon", k=1, mode="vector")
+    assert hits and hits[0].item.text == FIRST
     conv.runtime.close()
 
 

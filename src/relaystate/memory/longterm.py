@@ -115,7 +115,7 @@ class LongTermMemory:
             if not pending:
                 return done
             vectors = self.embedder.embed([p.text for p in pending], kind="document")
-            blobs = [(p.id, _blob(v)) for p, v in zip(pending, vectors, strict=True)]
+            blobs = [(p.id, vector_blob(v)) for p, v in zip(pending, vectors, strict=True)]
             self.memories.put_vectors(user, namespace, self.embedder.name, blobs)
             done += len(pending)
             if progress is not None:
@@ -362,7 +362,8 @@ def _checked(item: MemoryItem, user: str, namespace: str, at: int) -> MemoryItem
     )
 
 
-def _blob(vector: Sequence[float]) -> bytes:
+def vector_blob(vector: Sequence[float]) -> bytes:
+    """A vector as stored: little-endian float32."""
     import numpy as np
 
     return np.asarray(vector, dtype="<f4").tobytes()

@@ -12,7 +12,7 @@ the summaries of a task's turns older than the latest ``recent`` when its contex
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -20,10 +20,17 @@ from typing import TYPE_CHECKING
 from ..errors import RelaystateError
 from ..model import MemoryItem, Task
 from ..scope import Scope
-from ..store.turn_memory import CONVERSATION, Remember, slot_facts, turn_id, turn_items
+from ..store.turn_memory import (
+    CONVERSATION,
+    InlineVectors,
+    Remember,
+    slot_facts,
+    turn_id,
+    turn_items,
+)
 from .embed import Embedder
 from .graph import MemoryGraph
-from .longterm import LongTermMemory
+from .longterm import LongTermMemory, vector_blob
 from .summarize import Said
 from .working import TaskMemory
 
@@ -119,8 +126,11 @@ class Recorder:
     ) -> None:
         self.layers, self.clock = layers, clock
         layers.recent, layers.chunk = recent, chunk
-        self.remember = Remember(CONVERSATION)
-        """What each turn's commit keeps in memory."""
+        embedder = layers.longterm.embedder if layers.longterm is not None else None
+        self.remember = Remember(CONVERSATION, _inline(embedder))
+        """What each turn's commit keeps in memory: with an embedder that says it is cheap
+        (``inline``, as feature hashing is), the items' vectors too; with a slow one (a
+        model), those follow from a background pass."""
 
     def record(self, scope: Scope, turn: Turn) -> None:
         """Keep a committed turn in memory (its numbered messages; the task as it left
@@ -138,6 +148,16 @@ class Recorder:
         if task is not None and self.layers.tasks is not None:
             source = items[0].id if items else None
             self.layers.tasks.working.record_facts(slot_facts(task, at=self.clock(), source=source))
+
+
+def _inline(embedder: Embedder | None) -> InlineVectors | None:
+    if embedder is None or not getattr(embedder, "inline", False):
+        return None
+
+    def make(texts: Sequence[str]) -> list[bytes]:
+        return [vector_blob(v) for v in embedder.embed(list(texts), kind="document")]
+
+    return InlineVectors(embedder.name, make)
 
 
 def _said(item: MemoryItem) -> Said:

@@ -14,8 +14,9 @@ _TAKES: dict[int, frozenset[str]] = {}
 """A route's query parameter names, by ``id(route)`` (routes live as long as the app)."""
 
 
-def known_query(request: Request) -> None:
-    """An app-wide dependency: every query parameter must be one the operation declares."""
+async def known_query(request: Request) -> None:
+    """An app-wide dependency: every query parameter must be one the operation declares
+    (async: it only reads the request, and a synchronous one would cost a thread hop)."""
     if not request.query_params:
         return
     route = request.scope.get("route")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
@@ -259,14 +260,28 @@ RequestKey = Annotated[
 
 
 @router.post("/sessions/{session_id}/messages", response_model=TurnOut, responses=BY_ID | WRITES)
-def say(
+async def say(
     request: Request,
-    response: Response,
-    who: Who,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     session_id: Id,
     body: Say,
     idempotency_key: RequestKey = None,
-) -> TurnOut:
+) -> Response:
+    """Say something in a Session: the Turn that answers it. The hot path hops to a worker
+    thread once, for the key check and the turn together (a synchronous dependency would
+    hop once more: a turn's cost is the turn, not the hops)."""
+    presented = credentials.credentials if credentials else None
+
+    def turn() -> Response:
+        who = authorise(request, presented)
+        return _say(request, who, session_id, body, idempotency_key)
+
+    return await run_in_threadpool(turn)
+
+
+def _say(
+    request: Request, who: Caller, session_id: str, body: Say, idempotency_key: str | None
+) -> Response:
     state = server(request)
     started = time.perf_counter()
     turn = state.conversation.handle(
@@ -278,14 +293,21 @@ def say(
         request_key=idempotency_key,
     )
     if turn.replayed:
-        response.headers["Idempotent-Replayed"] = "true"
-        return TurnOut(turn=schemas.Turn.model_validate(turn.to_dict()))
-    state.embed_later(who.acts, CONVERSATION, layers=False)
+        return _turn_answer(turn.to_dict(), {"Idempotent-Replayed": "true"})
+    if not state.vectors_inline:  # else the turn's commit carried its vectors already
+        state.embed_later(who.acts, CONVERSATION, layers=False)
     state.metrics.turns.inc()
     state.metrics.turn_latency.observe(time.perf_counter() - started)
     for action in turn.actions:
         state.metrics.actions.labels(str(action.status)).inc()
-    return TurnOut(turn=schemas.Turn.model_validate(turn.to_dict()))
+    return _turn_answer(turn.to_dict())
+
+
+def _turn_answer(turn: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+    """A Turn as ``TurnOut`` describes it: validated once and serialised once by pydantic
+    (a returned model would be validated again by FastAPI, then serialised twice over)."""
+    body = TurnOut(turn=schemas.Turn.model_validate(turn)).model_dump_json()
+    return Response(body, media_type="application/json", headers=headers)
 
 
 @router.get("/tasks", response_model=TasksOut)

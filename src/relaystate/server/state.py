@@ -19,6 +19,7 @@ from .limits import RateLimiter
 from .metrics import Metrics
 
 log = logging.getLogger("relaystate.server")
+
 _EVERY = 2**62
 
 
@@ -36,6 +37,13 @@ class ServerState:
     @property
     def memory(self) -> LongTermMemory | None:
         return None if self.layers is None else self.layers.longterm
+
+    @property
+    def vectors_inline(self) -> bool:
+        """A turn's commit makes its vectors (a cheap embedder): no pass after it."""
+        recorder = self.conversation.memory
+        remember = getattr(recorder, "remember", None)
+        return remember is not None and remember.vectors is not None
 
     def embed_later(self, scope: Scope, namespace: str, *, layers: bool = True) -> None:
         """Embed a namespace's new items (and with ``layers``, rebuild its conversation

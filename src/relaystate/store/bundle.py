@@ -137,6 +137,13 @@ class Stores:
             items = turn_items(messages, remember.namespace, task.id if task else None)
             if items and self.memories is not None:
                 self.memories.put_memories(items, at=at or messages[0].created_at)
+                made = remember.vectors
+                if made is not None:
+                    blobs = made.make([i.text for i in items])
+                    pairs = [(i.id, b) for i, b in zip(items, blobs, strict=True)]
+                    self.memories.put_vectors(
+                        items[0].user_id, remember.namespace, made.embedder, pairs
+                    )
             if task is not None and at is not None and self.working is not None:
                 self.working.record_facts(slot_facts(task, at=at, source=first_turn(messages)))
         except RelaystateError as exc:

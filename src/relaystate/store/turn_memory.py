@@ -11,7 +11,7 @@ write them in its commit (a user's own) gets them written right after, by
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,11 +24,23 @@ TURN = "turn"
 
 
 @dataclass(frozen=True)
+class InlineVectors:
+    """Vectors made inside the commit, by an embedder cheap enough to wait for (feature
+    hashing: about 0.1 ms a text): no second transaction, no background pass. ``make``
+    turns texts into float32 blobs of ``embedder``."""
+
+    embedder: str
+    make: Callable[[Sequence[str]], list[bytes]]
+
+
+@dataclass(frozen=True)
 class Remember:
     """Asks a commit to keep its turn in memory: each message as an item of ``namespace``
-    (id ``<session>:<message>``), and the task's slots as its key entities."""
+    (id ``<session>:<message>``), and the task's slots as its key entities; with
+    ``vectors``, the items' vectors too."""
 
     namespace: str = CONVERSATION
+    vectors: InlineVectors | None = None
 
 
 def turn_id(message: Message) -> str:

@@ -10,6 +10,7 @@ transaction: a statement reads the facts as of its start, so the lock must be he
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -25,21 +26,31 @@ ITEMS = f"""mo AS (
     DELETE FROM memory_vectors v USING memories m, mn
     WHERE v.n = m.n AND m.user_id = mn.user_id AND m.namespace = %(remember)s::text
         AND m.id = mn.session_id || ':' || mn.id
+        AND v.embedder IS DISTINCT FROM %(vec_embedder)s::text
 ),
 mm AS (
-    INSERT INTO memories (id, user_id, namespace, text, at, source, task_id, data, words)
+    INSERT INTO memories (id, user_id, namespace, text, at, source, task_id, data, words,
+        embedded_by)
     SELECT mn.session_id || ':' || mn.id, mn.user_id, %(remember)s::text, mn.text,
         mn.created_at, '{TURN}', coalesce(mn.task_id, %(remember_task)s::text),
         jsonb_build_object(
             'metadata',
             jsonb_build_object('session', mn.session_id, 'role', mn.role, 'message', mn.id),
             'cites', '[]'::jsonb, 'added_at', mn.added_at),
-        to_tsvector('{CONFIG}', mn.words)
+        to_tsvector('{CONFIG}', mn.words), %(vec_embedder)s::text
     FROM mn
     ON CONFLICT (user_id, namespace, id) DO UPDATE SET
         text = EXCLUDED.text, at = EXCLUDED.at, source = EXCLUDED.source,
         task_id = EXCLUDED.task_id, data = EXCLUDED.data, words = EXCLUDED.words,
-        embedded_by = NULL
+        embedded_by = EXCLUDED.embedded_by
+    RETURNING n, id
+),
+mv AS (
+    INSERT INTO memory_vectors (n, embedder, vector)
+    SELECT mm.n, %(vec_embedder)s::text, decode(mn.vector, 'base64')
+    FROM mm JOIN mn ON mm.id = mn.session_id || ':' || mn.id
+    WHERE %(vec_embedder)s::text IS NOT NULL
+    ON CONFLICT (n, embedder) DO UPDATE SET vector = EXCLUDED.vector
 ),
 mg AS (
     INSERT INTO memory_generations (user_id, namespace, generation)
@@ -47,7 +58,8 @@ mg AS (
     ON CONFLICT (user_id, namespace) DO UPDATE
         SET generation = memory_generations.generation + 1
 )"""
-"""The messages' long-term items (replacing any of the same id, whose vectors go)."""
+"""The messages' long-term items (replacing any of the same id, whose vectors go), and
+their vectors when the commit brings them."""
 
 FACTS = """fs AS (
     SELECT f->>'p' AS predicate, f->'o' AS object, f->>'node' AS node
@@ -86,13 +98,20 @@ LOCKS = (
 """The facts' locks, in one order (two commits never wait for each other in a circle)."""
 
 
-def message_fields(messages: Sequence[Message], at: datetime | None) -> list[dict[str, str]]:
-    """What the items need beyond a message's own columns: its indexed words and when it
-    was added (``at``, the commit's time; None: the message's own)."""
-    return [
+def message_fields(
+    messages: Sequence[Message], at: datetime | None, remember: Remember
+) -> list[dict[str, str]]:
+    """What the items need beyond a message's own columns: its indexed words, when it was
+    added (``at``, the commit's time; None: the message's own) and its vector, if made."""
+    fields = [
         {"words": index_text(m.text), "added_at": (at or m.created_at).isoformat()}
         for m in messages
     ]
+    if remember.vectors is not None:
+        blobs = remember.vectors.make([m.text for m in messages])
+        for row, blob in zip(fields, blobs, strict=True):
+            row["vector"] = base64.b64encode(blob).decode()
+    return fields
 
 
 def facts_part(task: Task, params: dict[str, object], with_messages: bool) -> tuple[str, list[str]]:
@@ -113,4 +132,5 @@ def facts_part(task: Task, params: dict[str, object], with_messages: bool) -> tu
 
 def items_part(remember: Remember, task_id: str | None, params: dict[str, object]) -> str:
     params["remember"], params["remember_task"] = remember.namespace, task_id
+    params["vec_embedder"] = remember.vectors.embedder if remember.vectors else None
     return ITEMS

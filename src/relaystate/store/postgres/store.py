@@ -178,7 +178,7 @@ class PostgresStore(Backend, SchemaAdmin):
         if commit.messages:
             parts.append(_messages_cte("WHERE EXISTS (SELECT FROM t)"))
             at = commit.entry.at if remember is not None else None
-            params["messages"] = _messages_json(commit.messages, remember is not None, at)
+            params["messages"] = _messages_json(commit.messages, remember, at)
             if remember is not None:
                 parts.append(remembered.items_part(remember, task.id, params))
         if remember is not None:
@@ -505,7 +505,7 @@ class PostgresStore(Backend, SchemaAdmin):
             gate = ", 1 / (SELECT count(*) FROM s)::integer"  # see _SESSION_GATE
         if messages:
             parts.append(_messages_cte(""))
-            params["messages"] = _messages_json(messages, remember is not None, None)
+            params["messages"] = _messages_json(messages, remember, None)
             if remember is not None:
                 parts.append(remembered.items_part(remember, None, params))
         sql = (
@@ -840,7 +840,7 @@ def _messages_cte(gate: str) -> str:
     SELECT d->>'session_id' AS session_id, d->>'user_id' AS user_id, d->>'role' AS role,
         d->>'text' AS text, d->>'task_id' AS task_id,
         (d->>'created_at')::timestamptz AS created_at, d->>'request_key' AS request_key, n,
-        d->>'words' AS words, d->>'added_at' AS added_at
+        d->>'words' AS words, d->>'added_at' AS added_at, d->>'vector' AS vector
     FROM jsonb_array_elements(%(messages)s::jsonb) WITH ORDINALITY AS m (d, n)
     {gate}
 ),
@@ -923,12 +923,13 @@ def _message(row: Sequence[Any]) -> Message:
 
 
 def _messages_json(
-    messages: Sequence[Message], remember: bool = False, at: datetime | None = None
+    messages: Sequence[Message], remember: Remember | None = None, at: datetime | None = None
 ) -> Jsonb:
     """Messages as the statements' JSON batch (with the request key, which views leave out;
-    and, to be remembered, their memory items' words and time added, ``at``)."""
+    and, to be remembered, what their memory items need beyond them, ``at`` their time)."""
     rows = [{**m.to_dict(), "request_key": m.request_key} for m in messages]
-    if remember:
-        for row, extra in zip(rows, remembered.message_fields(messages, at), strict=True):
+    if remember is not None:
+        extras = remembered.message_fields(messages, at, remember)
+        for row, extra in zip(rows, extras, strict=True):
             row.update(extra)
     return Jsonb(rows)

@@ -207,11 +207,19 @@ def _locked_tx(db: sqlite3.Connection, lock: threading.RLock) -> Iterator[sqlite
         db.execute("COMMIT")
 
 
-def put_in(db: sqlite3.Connection, items: Sequence[MemoryItem], *, at: datetime | None) -> None:
+def put_in(
+    db: sqlite3.Connection,
+    items: Sequence[MemoryItem],
+    *,
+    at: datetime | None,
+    vectors: tuple[str, Sequence[bytes]] | None = None,
+) -> None:
     """Add or replace items and their keyword index rows in the caller's transaction (the
-    turn's commit, or :meth:`SQLiteMemories.put_memories`); ``at`` None: each item's time."""
+    turn's commit, or :meth:`SQLiteMemories.put_memories`); ``at`` None: each item's time.
+    ``vectors``: an embedder's name and one blob per item, written with them."""
     touched: set[tuple[str, str]] = set()
-    for item in items:
+    blobs = vectors[1] if vectors is not None else [None] * len(items)
+    for item, blob in zip(items, blobs, strict=True):
         old = db.execute(
             "SELECT n FROM memories WHERE user_id = ? AND namespace = ? AND id = ?",
             (item.user_id, item.namespace, item.id),
@@ -228,6 +236,12 @@ def put_in(db: sqlite3.Connection, items: Sequence[MemoryItem], *, at: datetime 
             "INSERT INTO memories_fts (rowid, owner, words) VALUES (?, ?, ?)",
             (n, owner_token(item.user_id, item.namespace), index_text(item.text)),
         )
+        if vectors is not None:
+            db.execute(
+                "INSERT INTO memory_vectors (n, embedder, vector) VALUES (?, ?, ?)",
+                (n, vectors[0], blob),
+            )
+            db.execute("UPDATE memories SET embedded_by = ? WHERE n = ?", (vectors[0], n))
         touched.add((item.user_id, item.namespace))
     _bump(db, touched)
 

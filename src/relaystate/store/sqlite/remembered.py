@@ -23,6 +23,9 @@ def remember_in(
     at: datetime | None,
 ) -> None:
     """Keep the turn (its numbered ``messages``; ``task`` as the commit left it, at ``at``)."""
-    put_in(db, turn_items(messages, remember.namespace, task.id if task else None), at=at)
+    items = turn_items(messages, remember.namespace, task.id if task else None)
+    made = remember.vectors
+    vectors = (made.embedder, made.make([i.text for i in items])) if made and items else None
+    put_in(db, items, at=at, vectors=vectors)
     if task is not None and at is not None:
         record_in(db, slot_facts(task, at=at, source=first_turn(messages)))
