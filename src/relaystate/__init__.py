@@ -9,6 +9,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+__version__ = "0.1.0"
+"""The package's version (pyproject.toml reads it from here): the default build id."""
+
 if TYPE_CHECKING:
     from .actions.idempotency import idempotency_key
     from .errors import (
