@@ -4,7 +4,9 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
 PYTHON  ?= python3
 
-.PHONY: demo test bench lint docs clean
+.PHONY: demo test bench bench-compare lint docs clean
+COMPARE := .venv-compare
+COMPARE_STAMP := $(COMPARE)/.installed-stamp
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,17 +32,29 @@ test: $(STAMP)  ## the whole test suite (apt-installs what its tests need where 
 	@tools/test-deps.sh
 	$(VENV)/bin/pytest
 
-bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores side by side; understanding; HTTP API load: turns/s vs /healthz, 50 clients; memory: LoCoMo retrieval, updates in the context, context latency at 100,000 memories, Chinese retrieval; a rolling upgrade under load behind nginx (BENCH_ARGS=--quick)
+bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores side by side; understanding; HTTP API load: turns/s vs /healthz, 50 clients; a served turn vs one durable insert a request (wrk); memory: LoCoMo retrieval, updates in the context, context latency at 100,000 memories, Chinese retrieval; a rolling upgrade under load behind nginx (BENCH_ARGS=--quick)
+	@tools/test-deps.sh
 	$(PY) bench/turns.py $(BENCH_ARGS)
 	$(PY) bench/stores.py $(BENCH_ARGS)
 	$(PY) bench/conversation.py $(BENCH_ARGS)
 	$(PY) bench/understanding.py --set all $(BENCH_ARGS)
 	$(PY) bench/api_load.py $(BENCH_ARGS)
+	$(PY) bench/http_limit.py $(BENCH_ARGS)
 	$(PY) bench/locomo.py $(BENCH_ARGS)
 	$(PY) bench/memory_updates.py $(BENCH_ARGS)
 	$(PY) bench/memory_scale.py $(BENCH_ARGS)
 	$(PY) bench/memory_zh.py $(BENCH_ARGS)
 	$(PY) bench/rolling_upgrade.py $(BENCH_ARGS)
+
+$(COMPARE_STAMP): bench/compare/requirements.txt
+	$(PYTHON) -m venv $(COMPARE)
+	$(COMPARE)/bin/python -m pip install --quiet --upgrade pip
+	$(COMPARE)/bin/python -m pip install --quiet -r bench/compare/requirements.txt
+	touch $(COMPARE_STAMP)
+
+bench-compare: $(STAMP) $(COMPARE_STAMP)  ## relaystate vs LangGraph (SqliteSaver, PostgresSaver) and DBOS, beside the raw limit: a turn as history grows, resume, side effects, duplicates under SIGKILL, HTTP; tables, bench/results/compare.json and charts, BENCHMARKS.md (BENCH_ARGS=--quick)
+	@tools/test-deps.sh
+	$(PY) bench/compare/run.py $(BENCH_ARGS)
 
 lint: $(STAMP)  ## ruff (format + lint) and mypy --strict on src/
 	$(VENV)/bin/ruff format --check src tests bench tools examples docs
@@ -52,4 +66,4 @@ docs: $(STAMP)  ## the documentation site in site/, offline, strict (every link 
 	@echo "the site is in site/ (open site/index.html)"
 
 clean:
-	rm -rf $(VENV) demo-data site .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(COMPARE) demo-data site .pytest_cache .mypy_cache .ruff_cache .hypothesis

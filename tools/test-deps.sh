@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # What `make test` needs from the system beyond Python: PostgreSQL and Redis (started by the
 # suite itself), Chromium (the dashboard's browser test), nginx (the rolling-upgrade test)
-# WordNet's nouns (memory recall) and a small CJK font (the browser tests' screenshots of the
-# Chinese dashboard show characters, not boxes). Installed with apt-get where this is possible (root,
-# Debian or Ubuntu); otherwise one line says what to install (those tests then skip).
+# WordNet's nouns (memory recall), a small CJK font (the browser tests' screenshots of the
+# Chinese dashboard show characters, not boxes) and wrk (make bench's HTTP load generator).
+# Installed with apt-get where this is possible (root, Debian or Ubuntu); otherwise one line
+# says what to install (those tests then skip).
 set -u
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
@@ -12,6 +13,7 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || need+=(nginx)
 [ -f /usr/share/wordnet/index.noun ] || need+=(wordnet-base)
 fc-list :lang=zh 2>/dev/null | grep -q . || need+=(fonts-wqy-microhei)
+command -v wrk >/dev/null 2>&1 || need+=(wrk)  # the load generator of bench/http_limit.py
 ((${#need[@]})) || exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${need[*]} (apt-get)"
