@@ -92,3 +92,27 @@ def test_an_outage_gives_clear_errors_and_loses_nothing(
         for (user, session), task_id in last.items():  # and its session lists it
             assert task_id in after.session(Scope.user(user), session).active_task_ids
     print(f"committed {len(committed)} turns, {len(clear)} clear errors while down")
+
+
+def test_the_first_statements_use_the_stores_first_connection(postgres_url: str) -> None:
+    """No cold wait for a pooled connection: the connection ``open_store`` made to check the
+    schema serves the first statements, while the pool opens its own in the background."""
+    from relaystate.store.postgres.store import PostgresStore
+
+    store = open_store(postgres_url)
+    backend = store.tasks
+    assert isinstance(backend, PostgresStore)
+    pool = backend._connections._pool
+    try:
+        for _ in range(3):
+            assert backend.get_key("nobody") is None
+        assert pool.get_stats().get("requests_num", 0) == 0  # the pool was not asked
+        held = backend._connections._lend()  # a second caller meanwhile takes the pool's
+        assert held is not None
+        assert backend.get_key("nobody") is None
+        assert pool.get_stats().get("requests_num", 0) == 1
+        held.close()  # a broken spare is never lent again: calls go to the pool
+        backend._connections._spare = held
+        assert backend.get_key("nobody") is None and backend._connections._spare is None
+    finally:
+        store.close()

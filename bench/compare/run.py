@@ -199,11 +199,14 @@ def main() -> None:
                         f" in {time.perf_counter() - t0:6.1f} s"
                     )
                     if system != "raw":
-                        for _ in range(5):
-                            (r,) = run_side(system, "resume", "--store", store)
-                            results["resume"].append(
-                                {"store": kind, "system": system, "repeat": repeat, **r}
-                            )
+                        small = stores.new(kind, f"{system}-{kind}-small")
+                        run_side(system, "grow", "--store", small, "--marks", "10", "--window", "1")
+                        for where in (small, store):  # 10 turns, and the whole history
+                            for _ in range(5):
+                                (r,) = run_side(system, "resume", "--store", where)
+                                results["resume"].append(
+                                    {"store": kind, "system": system, "repeat": repeat, **r}
+                                )
                 for system in (
                     ["raw", "relaystate", "dbos"]
                     if repeat % 2 == 0
@@ -355,13 +358,13 @@ def report(
                 )
     tables.append(("A turn as history grows", header, rows))
     rows = []
-    for kind in dict.fromkeys(r["store"] for r in results["resume"]):
+    resumes = results["resume"]
+    for kind in dict.fromkeys(r["store"] for r in resumes):
         for system in ("relaystate", "langgraph"):
-            mine = [r for r in results["resume"] if (r["store"], r["system"]) == (kind, system)]
-            if mine:
-                rows.append(
-                    [kind, system, f"{mine[0]['turns']:,}", spread([r["resume_ms"] for r in mine])]
-                )
+            mine = [r for r in resumes if (r["store"], r["system"]) == (kind, system)]
+            for turns in sorted({r["turns"] for r in mine}):
+                ms = [r["resume_ms"] for r in mine if r["turns"] == turns]
+                rows.append([kind, system, f"{turns:,}", spread(ms)])
     tables.append(
         (
             "Resume in a fresh process (open the store, read the state)",

@@ -55,11 +55,14 @@ def _one_line(exc: BaseException) -> str:
 class Connections:
     """The pool of one store, and what is known of the server's reachability."""
 
-    def __init__(self, conninfo: str, where: str, size: int) -> None:
+    def __init__(self, conninfo: str, where: str, size: int, *, first: Conn | None = None) -> None:
         self._conninfo, self._where, self._size = conninfo, where, size
         self._lock = threading.Lock()
         self._away: str | None = None  # why the server is known to be unreachable
         self._probed = 0.0  # monotonic time of the last direct check
+        self._spare = first
+        """The store's first (direct) connection, lent to one call at a time: the first
+        statements need not wait for the pool to connect (it opens in the background)."""
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ConnectionPool[Conn]:
@@ -80,6 +83,11 @@ class Connections:
     def connection(self) -> Iterator[Conn]:
         """A pooled connection; the server being down or gone is StoreUnavailable (what was
         being written is not committed, unless the server went away during its COMMIT)."""
+        spare = self._lend()
+        if spare is not None:
+            with self._lent(spare) as conn:
+                yield conn
+            return
         pool, conn = self._get(self._usable_pool())
         try:
             yield conn
@@ -93,6 +101,35 @@ class Connections:
                 pool.putconn(conn)
             except PoolClosed:  # replaced meanwhile: this connection is not needed any more
                 conn.close()
+
+    def _lend(self) -> Conn | None:
+        """The spare connection, if no other call holds it and it is healthy."""
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None and (spare.closed or spare.info.transaction_status != 0):
+            spare.close()  # broken, or left inside a transaction: not lent again
+            return None
+        return spare
+
+    @contextmanager
+    def _lent(self, conn: Conn) -> Iterator[Conn]:
+        try:
+            yield conn
+        except psycopg.OperationalError as exc:
+            conn.close()
+            if not server_gone(exc):
+                raise
+            self._mark_away(_one_line(exc))
+            raise StoreUnavailable(f"{self._where} stopped answering: {_one_line(exc)}") from None
+        except BaseException:
+            conn.close()
+            raise
+        with self._lock:
+            kept = self._spare is None and not conn.closed
+            if kept:
+                self._spare = conn
+        if not kept:
+            conn.close()
 
     def _get(self, pool: ConnectionPool[Conn]) -> tuple[ConnectionPool[Conn], Conn]:
         """A connection and the pool it must go back to."""
@@ -175,5 +212,7 @@ class Connections:
 
     def close(self) -> None:
         with self._lock:
-            pool = self._pool
+            pool, spare, self._spare = self._pool, self._spare, None
+        if spare is not None:
+            spare.close()
         pool.close()

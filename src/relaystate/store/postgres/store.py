@@ -118,10 +118,15 @@ class PostgresStore(Backend, SchemaAdmin):
         except psycopg.OperationalError as exc:
             reason = " ".join(str(exc).split())  # libpq's reason, on one line
             raise StoreUnavailable(f"cannot connect to {self._where}: {reason}") from None
-        with first:
+        try:
             if migrate:
                 schema.upgrade(_Schema(first, self._where))
-        self._connections = Connections(conninfo, self._where, pool_size)
+        except BaseException:
+            first.close()
+            raise
+        # the first connection serves the first statements while the pool opens its own in
+        # the background: no cold wait for a pooled connection
+        self._connections = Connections(conninfo, self._where, pool_size, first=first)
 
     # -- plumbing --------------------------------------------------------------------
     def _conn(self) -> AbstractContextManager[Conn]:
