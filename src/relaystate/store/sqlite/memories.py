@@ -229,8 +229,8 @@ def put_in(
             db.execute("DELETE FROM memory_vectors WHERE n = ?", old)
             db.execute("DELETE FROM memories WHERE n = ?", old)
         n = db.execute(
-            f"INSERT INTO memories ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            _row(item, at if at is not None else item.time),
+            f"INSERT INTO memories ({_COLUMNS}, embedded_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*_row(item, at if at is not None else item.time), vectors and vectors[0]),
         ).lastrowid
         db.execute(
             "INSERT INTO memories_fts (rowid, owner, words) VALUES (?, ?, ?)",
@@ -241,7 +241,6 @@ def put_in(
                 "INSERT INTO memory_vectors (n, embedder, vector) VALUES (?, ?, ?)",
                 (n, vectors[0], blob),
             )
-            db.execute("UPDATE memories SET embedded_by = ? WHERE n = ?", (vectors[0], n))
         touched.add((item.user_id, item.namespace))
     _bump(db, touched)
 
