@@ -46,12 +46,14 @@ def _pg(store: str, sql: str) -> tuple[Any, ...]:
 
 
 def written(store: str) -> tuple[int, int | None]:
-    """Bytes written so far and durable syncs so far, where they can be counted: for
-    SQLite this process's write(2) bytes (syncs: counted by strace, outside); for
-    PostgreSQL the server's WAL bytes and WAL syncs (``pg_stat_wal``, cluster-wide)."""
+    """Bytes written so far, and durable syncs where this process can count them: for
+    SQLite the bytes it hands to write(2) (its syncs are counted by strace, outside); for
+    PostgreSQL the WAL's position (``pg_current_wal_lsn()``: exact, cluster-wide). The
+    server's WAL sync counter (``pg_stat_wal``) is flushed lazily by the writing backend,
+    so it is not read: a PostgreSQL commit makes one WAL flush (fewer under group commit)."""
     if store.startswith("postgres"):
-        wal_bytes, syncs = _pg(store, "SELECT wal_bytes::bigint, wal_sync FROM pg_stat_wal")
-        return int(wal_bytes), int(syncs)
+        (lsn,) = _pg(store, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint")
+        return int(lsn), None
     return io_written(), None
 
 

@@ -93,6 +93,11 @@ def grow(args: argparse.Namespace) -> None:
 
 
 def resume(args: argparse.Namespace) -> None:
+    if args.store.startswith("postgres"):  # the driver's import is not the resume
+        import langgraph.checkpoint.postgres
+        import psycopg  # noqa: F401
+    else:
+        import langgraph.checkpoint.sqlite  # noqa: F401
     t0 = time.perf_counter()
     graph = chat_graph(args.store)
     state = graph.get_state(THREAD)

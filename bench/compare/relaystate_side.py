@@ -124,6 +124,8 @@ def grow(args: argparse.Namespace) -> None:
 
 
 def resume(args: argparse.Namespace) -> None:
+    if args.store.startswith("postgres"):  # the driver's import is not the resume
+        import relaystate.store.postgres.store  # noqa: F401
     t0 = time.perf_counter()
     rt = Runtime(open_store(args.store), [chat_template()])
     (task,) = rt.tasks(USER)

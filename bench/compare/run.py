@@ -11,10 +11,11 @@ every figure the median, with min-max over the repeats):
 1. **A turn as history grows** (10 to 10,000 turns; LangGraph to ``--langgraph-max``, 2,000
    by default: it writes its whole message list at every checkpoint, so its run grows with
    the square of the history): time a turn, bytes written a turn (SQLite: what the process
-   hands to write(2); PostgreSQL: WAL bytes), durable syncs a turn (SQLite: fsync and
-   fdatasync counted by strace in a run of its own; PostgreSQL: ``pg_stat_wal.wal_sync``),
-   the store's size.
-2. **Resume in a fresh process** at the end of that history: open the store, read the state.
+   hands to write(2); PostgreSQL: WAL bytes, from the WAL position), durable syncs a turn
+   (SQLite: fsync and fdatasync counted by strace in a run of its own; PostgreSQL: not
+   counted, one WAL flush a commit), the store's size.
+2. **Resume in a fresh process** at 10 turns and at the end of that history: open the store,
+   read the state (the driver's import is done before the clock starts).
 3. **Durable side effects**: a two-step order (pay, ship), each step a ledger write:
    relaystate's Actions (recorded before the effect, journaled) against DBOS steps.
 4. **Duplicate effects under SIGKILL**: the payment's process is killed right after the
