@@ -9,8 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-"""The package's version (pyproject.toml reads it from here): the default build id."""
+from .version import VERSION as __version__  # noqa: F401  (the package's version, as usual)
 
 if TYPE_CHECKING:
     from .actions.idempotency import idempotency_key

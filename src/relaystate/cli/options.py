@@ -193,11 +193,11 @@ def _first_given(*values: str | None) -> str:
 
 
 def default_build() -> str:
-    """The package's version: the build id when none is given (``relaystate.__version__``,
+    """The package's version: the build id when none is given (``relaystate.version``,
     not the installed metadata: reading that costs every command ~9 ms of start-up)."""
-    from .. import __version__
+    from ..version import VERSION
 
-    return __version__
+    return VERSION
 
 
 def load_app(ref: str) -> list[TaskTemplate]:
