@@ -45,16 +45,16 @@ def _pg(store: str, sql: str) -> tuple[Any, ...]:
         return tuple(row)
 
 
-def written(store: str) -> tuple[int, int | None]:
-    """Bytes written so far, and durable syncs where this process can count them: for
-    SQLite the bytes it hands to write(2) (its syncs are counted by strace, outside); for
-    PostgreSQL the WAL's position (``pg_current_wal_lsn()``: exact, cluster-wide). The
-    server's WAL sync counter (``pg_stat_wal``) is flushed lazily by the writing backend,
-    so it is not read: a PostgreSQL commit makes one WAL flush (fewer under group commit)."""
+def written(store: str) -> int:
+    """Bytes written so far: for SQLite those this process hands to write(2) (its syncs are
+    counted by strace, outside); for PostgreSQL the WAL's position (``pg_current_wal_lsn()``:
+    exact, cluster-wide). PostgreSQL's syncs are not counted: its counter (``pg_stat_wal``)
+    is flushed lazily by the writing backend, and a commit makes one WAL flush (fewer under
+    group commit)."""
     if store.startswith("postgres"):
         (lsn,) = _pg(store, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint")
-        return int(lsn), None
-    return io_written(), None
+        return int(lsn)
+    return io_written()
 
 
 def sizes(store: str) -> int:
@@ -66,17 +66,14 @@ def sizes(store: str) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())
 
 
-def mark_line(mark: int, times: list[float], before: tuple[int, int | None], store: str) -> str:
-    after = written(store)
-    turns = max(len(times), 1)
-    syncs = None if after[1] is None or before[1] is None else (after[1] - before[1]) / turns
+def mark_line(mark: int, times: list[float], before: int, store: str) -> str:
+    """One history mark's figures, as a JSON line; ``before``: ``written()`` at its start."""
     return json.dumps(
         {
             "history": mark,
             "turn_ms": statistics.median(times) * 1e3,
             "turn_p95_ms": sorted(times)[int(0.95 * (len(times) - 1))] * 1e3,
-            "bytes_per_turn": (after[0] - before[0]) / turns,
-            "syncs_per_turn": syncs,
+            "bytes_per_turn": (written(store) - before) / max(len(times), 1),
             "db_bytes": sizes(store),
         }
     )

@@ -152,7 +152,9 @@ def main() -> None:
     p.add_argument("--langgraph-max", type=int, default=2000)
     p.add_argument("--no-postgres", action="store_true")
     p.add_argument("--no-http", action="store_true")
-    p.add_argument("--json", default=str(RESULTS / "compare.json"))
+    p.add_argument(
+        "--json", help=f"keep the numbers here (default: a full run, {RESULTS}/compare.json)"
+    )
     args = p.parse_args()
     console = make_console()
     if not COMPARE_PY.exists():
@@ -262,11 +264,14 @@ def main() -> None:
         **results,
         "runtime_seconds": took,
     }
-    Path(args.json).write_text(json.dumps(out, indent=2, default=str) + "\n")
-    charts(results, console)
+    # a quick run checks that everything runs; only a full one replaces the kept results
+    path = args.json or (None if args.quick else str(RESULTS / "compare.json"))
+    if path is not None:
+        Path(path).write_text(json.dumps(out, indent=2, default=str) + "\n")
     if not args.quick:
+        charts(results, console)
         write_markdown(tables, facts, command, repeats)
-    console.print(f"ran in {took:,.0f} s; numbers in {args.json}")
+    console.print(f"ran in {took:,.0f} s" + (f"; numbers in {path}" if path else ""))
 
 
 def crash_run(system: str, kind: str, stores: Stores, work: Path, n: int) -> dict[str, Any]:
@@ -338,13 +343,12 @@ def report(
                     continue
                 ms = [g["turn_ms"] for g in mine]
                 ratio = statistics.median(ms) / statistics.median(raw) if raw else None
-                syncs = [g["syncs_per_turn"] for g in mine if g.get("syncs_per_turn") is not None]
-                if not syncs and kind == "sqlite":
-                    syncs = [
-                        f["fsyncs_per_turn"]
-                        for f in results["fsyncs"]
-                        if f["system"] == system and f["fsyncs_per_turn"] is not None
-                    ]
+                syncs = [  # SQLite's, from the strace run; PostgreSQL's are not counted
+                    f["fsyncs_per_turn"]
+                    for f in results["fsyncs"]
+                    if (f["store"], f["system"]) == (kind, system)
+                    and f["fsyncs_per_turn"] is not None
+                ]
                 rows.append(
                     [
                         kind,

@@ -20,14 +20,7 @@ from typing import TYPE_CHECKING
 from ..errors import RelaystateError
 from ..model import MemoryItem, Task
 from ..scope import Scope
-from ..store.turn_memory import (
-    CONVERSATION,
-    InlineVectors,
-    Remember,
-    slot_facts,
-    turn_id,
-    turn_items,
-)
+from ..store.turn_memory import CONVERSATION, InlineVectors, Remember, turn_id, turn_rows
 from .embed import Embedder
 from .graph import MemoryGraph
 from .longterm import LongTermMemory, vector_blob
@@ -142,12 +135,11 @@ class Recorder:
 
     def _record(self, scope: Scope, turn: Turn) -> None:
         task = turn.state.task if turn.state is not None else None
-        items = turn_items(turn.messages, CONVERSATION, task.id if task else None)
-        if self.layers.longterm is not None and items:
-            self.layers.longterm.add(scope, CONVERSATION, items)
-        if task is not None and self.layers.tasks is not None:
-            source = items[0].id if items else None
-            self.layers.tasks.working.record_facts(slot_facts(task, at=self.clock(), source=source))
+        rows = turn_rows(Remember(CONVERSATION), turn.messages, task, self.clock())
+        if self.layers.longterm is not None and rows.items:
+            self.layers.longterm.add(scope, CONVERSATION, rows.items)
+        if rows.facts and self.layers.tasks is not None:
+            self.layers.tasks.working.record_facts(rows.facts)
 
 
 def _inline(embedder: Embedder | None) -> InlineVectors | None:

@@ -32,7 +32,7 @@ from .roles import (
     TaskStore,
     WorkingMemory,
 )
-from .turn_memory import Remember, first_turn, slot_facts, turn_items
+from .turn_memory import Remember, turn_rows
 
 log = logging.getLogger("relaystate.memory")
 
@@ -134,18 +134,16 @@ class Stores:
         write it inside; a failure is logged: the turn happened, and the next catches up
         (its facts are compared with the task's slots then)."""
         try:
-            items = turn_items(messages, remember.namespace, task.id if task else None)
-            if items and self.memories is not None:
-                self.memories.put_memories(items, at=at or messages[0].created_at)
-                made = remember.vectors
-                if made is not None:
-                    blobs = made.make([i.text for i in items])
-                    pairs = [(i.id, b) for i, b in zip(items, blobs, strict=True)]
-                    self.memories.put_vectors(
-                        items[0].user_id, remember.namespace, made.embedder, pairs
-                    )
-            if task is not None and at is not None and self.working is not None:
-                self.working.record_facts(slot_facts(task, at=at, source=first_turn(messages)))
+            rows = turn_rows(remember, messages, task, at)
+            if rows.items and self.memories is not None:
+                self.memories.put_memories(rows.items, at=at or messages[0].created_at)
+                if rows.vectors is not None:
+                    embedder, blobs = rows.vectors
+                    pairs = [(i.id, b) for i, b in zip(rows.items, blobs, strict=True)]
+                    user = rows.items[0].user_id
+                    self.memories.put_vectors(user, remember.namespace, embedder, pairs)
+            if rows.facts and self.working is not None:
+                self.working.record_facts(rows.facts)
         except RelaystateError as exc:
             log.warning("a turn was not recorded in memory: %s", exc)
 

@@ -83,6 +83,33 @@ def slot_facts(task: Task, *, at: datetime, source: str | None) -> list[Fact]:
     ]
 
 
+@dataclass(frozen=True)
+class TurnRows:
+    """What memory keeps of one commit: its items, their vectors (an embedder's name and
+    one blob per item) when the commit makes them, and the task's facts."""
+
+    items: list[MemoryItem]
+    vectors: tuple[str, list[bytes]] | None
+    facts: list[Fact]
+
+
+def turn_rows(
+    remember: Remember, messages: Sequence[Message], task: Task | None, at: datetime | None
+) -> TurnRows:
+    """The rows of a commit's numbered ``messages`` and ``task`` (as the commit left it, at
+    ``at``; no task or no time: no facts), whoever writes them: a store inside its commit,
+    or the bundle right after it."""
+    items = turn_items(messages, remember.namespace, task.id if task else None)
+    made = remember.vectors
+    vectors = (made.embedder, made.make([i.text for i in items])) if made and items else None
+    facts = (
+        slot_facts(task, at=at, source=first_turn(messages))
+        if task is not None and at is not None
+        else []
+    )
+    return TurnRows(items, vectors, facts)
+
+
 def first_turn(messages: Sequence[Message]) -> str | None:
     """The turn id facts cite as their source: the commit's first numbered message."""
     numbered = [m for m in messages if m.id is not None]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ...model import Message, Task
-from ..turn_memory import Remember, first_turn, slot_facts, turn_items
+from ..turn_memory import Remember, turn_rows
 from .memories import put_in
 from .working import record_in
 
@@ -23,9 +23,7 @@ def remember_in(
     at: datetime | None,
 ) -> None:
     """Keep the turn (its numbered ``messages``; ``task`` as the commit left it, at ``at``)."""
-    items = turn_items(messages, remember.namespace, task.id if task else None)
-    made = remember.vectors
-    vectors = (made.embedder, made.make([i.text for i in items])) if made and items else None
-    put_in(db, items, at=at, vectors=vectors)
-    if task is not None and at is not None:
-        record_in(db, slot_facts(task, at=at, source=first_turn(messages)))
+    rows = turn_rows(remember, messages, task, at)
+    put_in(db, rows.items, at=at, vectors=rows.vectors)
+    if rows.facts:
+        record_in(db, rows.facts)
