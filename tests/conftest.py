@@ -70,6 +70,27 @@ def postgres_url(postgres_server: str) -> str:
     return postgres_server.rsplit("/", 1)[0] + f"/{name}"
 
 
+@pytest.fixture(scope="session")
+def pgbouncer_server(postgres_server: str) -> Iterator[services.PgBouncer]:
+    """PgBouncer in transaction mode in front of the session's PostgreSQL."""
+    try:
+        bouncer = services.PgBouncer(postgres_server)
+        bouncer.start()
+    except services.Unavailable as exc:
+        _unavailable(str(exc))
+        raise AssertionError("unreachable") from exc
+    try:
+        yield bouncer
+    finally:
+        bouncer.remove()
+
+
+@pytest.fixture
+def pgbouncer_url(postgres_url: str, pgbouncer_server: services.PgBouncer) -> str:
+    """A fresh database (as ``postgres_url``) reached through PgBouncer in transaction mode."""
+    return pgbouncer_server.url(postgres_url.rsplit("/", 1)[1])
+
+
 @pytest.fixture
 def redis_url(redis_server: str) -> str:
     """The session's Redis, emptied for one test."""

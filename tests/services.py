@@ -156,6 +156,67 @@ def redis(port: int | None = None) -> Iterator[str]:
         proc.wait(10)
 
 
+class PgBouncer:
+    """PgBouncer in transaction mode in front of one PostgreSQL server (what most fleets
+    run): each transaction of a client may reach another server connection. Debian's
+    ``pgbouncer`` package; run as the ``postgres`` user when the suite runs as root."""
+
+    def __init__(self, server_url: str) -> None:
+        binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+        if not Path(binary).exists():
+            raise Unavailable("no pgbouncer on this machine (apt-get install pgbouncer)")
+        parts = server_url.split("@", 1)[1].split("/", 1)[0]
+        host, _, port = parts.rpartition(":")
+        self.binary = binary
+        self.base = Path(tempfile.mkdtemp(prefix="relaystate-pgbouncer-"))
+        self.base.chmod(0o777)
+        self.port = free_port()
+        (self.base / "users.txt").write_text('"postgres" ""\n')
+        (self.base / "pgbouncer.ini").write_text(
+            "[databases]\n"
+            f"* = host={host} port={port}\n"
+            "[pgbouncer]\n"
+            f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\n"
+            f"unix_socket_dir =\nauth_type = trust\nauth_file = {self.base}/users.txt\n"
+            "pool_mode = transaction\nmax_client_conn = 500\ndefault_pool_size = 20\n"
+            f"logfile = {self.base}/pgbouncer.log\npidfile = {self.base}/pgbouncer.pid\n"
+            "ignore_startup_parameters = extra_float_digits\n"
+        )
+        for name in ("users.txt", "pgbouncer.ini"):
+            (self.base / name).chmod(0o644)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def url(self, database: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}?pooler=transaction"
+
+    def start(self, timeout: float = 10.0) -> None:
+        self.proc = subprocess.Popen(
+            _as_postgres([self.binary, str(self.base / "pgbouncer.ini")]),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(OSError):
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                return
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                log = self.base / "pgbouncer.log"
+                raise Unavailable(
+                    "pgbouncer did not start: " + (log.read_text()[-500:] if log.exists() else "")
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
 def nginx_binary() -> str:
     """nginx from ``RELAYSTATE_NGINX``, PATH or ``/usr/sbin`` (Debian's package)."""
     explicit = os.environ.get("RELAYSTATE_NGINX")

@@ -37,6 +37,15 @@ class TestPostgres(SQLStoreSuite):
         return lambda: open_store(postgres_url)
 
 
+class TestPostgresBehindPgBouncer(SQLStoreSuite):
+    """Every role through PgBouncer in transaction mode: no state may live on a server
+    connection across statements (no prepared statements, session locks, LISTEN or SET)."""
+
+    @pytest.fixture
+    def open_stores(self, pgbouncer_url: str) -> Opener:
+        return lambda: open_store(pgbouncer_url)
+
+
 class TestSQLiteWithRedis(SessionRoleTests, TurnRoleTests):
     @pytest.fixture
     def open_stores(self, sqlite_url: str, redis_url: str) -> Opener:

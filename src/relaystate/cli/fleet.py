@@ -8,6 +8,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
+from . import durability
 from .options import Options, app_parser, scope_for, seconds, store_parser
 
 
@@ -52,7 +53,7 @@ def register(commands: Any) -> None:
 
 
 def _count(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 1000:
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 1000:
         raise argparse.ArgumentTypeError(f"takes 1 to 1000, not {text!r}")
     return int(text)
 
@@ -70,6 +71,7 @@ def worker(ns: argparse.Namespace) -> None:
     # host is taken over once --lease has passed (on this host, at once)
     with opts.runtime(create=False, lease=timedelta(seconds=ns.lease)) as rt:
         said = sys.stderr
+        durability.warn(rt)
 
         def on_item(item: Any, outcome: str) -> None:
             if not opts.as_json:

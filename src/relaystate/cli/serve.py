@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from ..errors import InvalidInput
+from . import durability
 from .options import Options, app_parser, scope_for, seconds, store_parser
 
 DEFAULT_PORT = 8700
@@ -127,6 +128,7 @@ def serve(ns: argparse.Namespace) -> None:
 
 
 def _announce(ns: argparse.Namespace, rt: Any) -> None:
+    durability.warn(rt)
     secret = _demo_key(rt) if ns.demo_key else None
     where = f"http://{_shown(ns.host)}:{ns.port}/"
     workers = f" ({ns.workers} worker processes)" if ns.workers > 1 else ""

@@ -37,7 +37,6 @@ from ..model import (
     TaskStatus,
     WorkerInfo,
     WorkerStatus,
-    utcnow,
 )
 from ..scope import Scope, checked
 from ..store.bundle import Stores
@@ -67,6 +66,7 @@ from . import recovery, upgrades
 from .driver import Driver, Transcript
 from .recovery import RecoveryReport as RecoveryReport
 from .sessions import MAX_SESSION_TASKS, live_or_new, needs_write
+from .shared_clock import SharedClock
 from .turns import PendingTurn
 from .upgrades import BuildStatus, MigrationReport
 from .writer import TaskWriter, Written
@@ -107,7 +107,7 @@ class Runtime:
         templates: Iterable[TaskTemplate],
         *,
         build: str = "dev",
-        clock: Callable[[], datetime] = utcnow,
+        clock: Callable[[], datetime] | None = None,
         lease: timedelta = timedelta(seconds=60),
         retention: timedelta = DEFAULT_RETENTION,
         max_inline_wait: float = 5.0,
@@ -119,7 +119,11 @@ class Runtime:
             raise ValueError(f"execute must be one of {EXECUTE_MODES}, not {execute!r}")
         self.stores = stores if isinstance(stores, Stores) else Stores.of(stores)
         self.build = build
-        self.clock = clock
+        if clock is None:  # the database server's clock where the store is shared by hosts
+            clock = SharedClock(self.stores.coordination.database_time)
+        self.clock: Callable[[], datetime] = clock
+        """Now, for every stored time: by default the clock of the database server where
+        several hosts share the store (``runtime.shared_clock``), else this host's."""
         self.retention = retention
         self.execute = execute
         """"inline": this process runs the actions a change makes due (the embedded
@@ -706,6 +710,13 @@ class Runtime:
         inputs.check(scope)
         checked(scope).require_admin("the database schema")
         return [] if self.stores.schema is None else self.stores.schema.upgrade_schema()
+
+    def durability_warnings(self, scope: Scope) -> list[str]:
+        """What in the database's settings could lose turns already acknowledged (a crash,
+        a failover to an asynchronous standby): one sentence each, none when it is safe."""
+        inputs.check(scope)
+        checked(scope).require_admin("the database settings")
+        return [] if self.stores.schema is None else self.stores.schema.durability_warnings()
 
     # -- journal -------------------------------------------------------------------------
     def history(self, scope: Scope, task_id: str) -> tuple[Snapshot | None, list[JournalEntry]]:

@@ -305,6 +305,12 @@ class Coordination(_Closable, ABC):
     def heartbeat(self, worker: WorkerInfo, at: datetime, *, role: str = "worker") -> None:
         """Record that a process is alive (registering it, with its role, if it is new)."""
 
+    def database_time(self) -> datetime | None:
+        """The time by the clock every process sharing this store agrees on (the database
+        server's), or None where the store has no clock of its own (one host, or one
+        process): leases are then judged by the local clock. See ``runtime.shared_clock``."""
+        return None
+
     @abstractmethod
     def workers(self, *, include_stopped: bool = False) -> list[WorkerStatus]:
         """Registered processes (those still running, unless ``include_stopped``), with the
@@ -361,6 +367,11 @@ class SchemaAdmin(_Closable, ABC):
     @abstractmethod
     def upgrade_schema(self) -> list[SchemaStep]:
         """Apply pending schema migrations; returns the steps this call applied."""
+
+    def durability_warnings(self) -> list[str]:
+        """What in the database's settings could lose a commit already acknowledged (a
+        server crash, a failover to a standby that lacks it): one sentence each."""
+        return []
 
 
 class Identities(_Closable, ABC):

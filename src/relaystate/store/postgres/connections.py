@@ -28,6 +28,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ...errors import StoreUnavailable
+from .url import PostgresURL
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -39,6 +40,12 @@ PROBE_INTERVAL = 0.5
 """Seconds between direct checks of a server known to be away."""
 PROBE_TIMEOUT = 3
 """libpq connect_timeout of a direct check (whole seconds), for a server that drops packets."""
+
+
+class ConnectionLost(StoreUnavailable):
+    """The server went away while a statement ran: a write may or may not have committed
+    (its COMMIT may have been applied before the answer was lost). Nothing else is known:
+    what committed is read back before anything is written again."""
 
 
 def server_gone(exc: psycopg.OperationalError) -> bool:
@@ -55,8 +62,9 @@ def _one_line(exc: BaseException) -> str:
 class Connections:
     """The pool of one store, and what is known of the server's reachability."""
 
-    def __init__(self, conninfo: str, where: str, size: int, *, first: Conn | None = None) -> None:
-        self._conninfo, self._where, self._size = conninfo, where, size
+    def __init__(self, url: PostgresURL, where: str, *, first: Conn | None = None) -> None:
+        self._conninfo, self._where, self._size = url.conninfo, where, url.pool_size
+        self._prepare = url.prepare_threshold
         self._lock = threading.Lock()
         self._away: str | None = None  # why the server is known to be unreachable
         self._probed = 0.0  # monotonic time of the last direct check
@@ -70,7 +78,7 @@ class Connections:
             self._conninfo,
             min_size=1,
             max_size=self._size,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "prepare_threshold": self._prepare},
             open=True,
             name="relaystate",
             # a connection is checked before it is handed out: after the server restarted,
@@ -95,7 +103,7 @@ class Connections:
             if not server_gone(exc):
                 raise  # a deadlock, a serialisation failure...: handled by the caller
             self._mark_away(_one_line(exc))
-            raise StoreUnavailable(f"{self._where} stopped answering: {_one_line(exc)}") from None
+            raise ConnectionLost(f"{self._where} stopped answering: {_one_line(exc)}") from None
         finally:
             try:
                 pool.putconn(conn)
@@ -120,7 +128,7 @@ class Connections:
             if not server_gone(exc):
                 raise
             self._mark_away(_one_line(exc))
-            raise StoreUnavailable(f"{self._where} stopped answering: {_one_line(exc)}") from None
+            raise ConnectionLost(f"{self._where} stopped answering: {_one_line(exc)}") from None
         except BaseException:
             conn.close()
             raise

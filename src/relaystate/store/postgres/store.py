@@ -1,8 +1,7 @@
 """Production store: PostgreSQL through psycopg 3 and a connection pool.
 
-``postgresql://user:password@host:port/dbname?pool_size=10``: ``pool_size`` (the most
-connections this process opens, default 10) is relaystate's own option and is removed
-before connecting; every other option goes to libpq as it is (``sslmode``, ``options``...).
+``postgresql://user:password@host:port/dbname?pool_size=10``: see ``url`` for relaystate's
+own options (``pool_size``, ``pooler``); every other option goes to libpq as it is.
 
 A commit is ONE SQL statement, run in autocommit mode, so one transaction and one round
 trip: data-modifying CTEs write the task (conditional on its version and owner), then, only
@@ -18,13 +17,11 @@ is filtered or sorted on is also a typed column. JSONB keeps values, not the ord
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -36,7 +33,6 @@ from ...errors import (
     RepeatedRequest,
     SessionConflict,
     StoreUnavailable,
-    StoreURLError,
     VersionConflict,
 )
 from ...model import (
@@ -72,36 +68,18 @@ from ..roles import (
 from ..turn_memory import Remember
 from ..work_rows import WORK_COLUMNS, claimable, work_item
 from ..work_rows import worker_status as _worker_status
-from . import remembered
-from .connections import Conn, Connections
+from . import durability, remembered
+from .connections import Conn, ConnectionLost, Connections
 from .memories import PostgresMemories
+from .url import PostgresURL, redact
 from .working import PostgresWorkingMemory
 
-DEFAULT_POOL_SIZE = 10
 _MIGRATION_LOCK = 0x72656C6179737461  # "relaysta": the advisory lock of schema changes
+SETTLE_WITHIN = 15.0
+"""Seconds a commit whose answer was lost waits for the server to tell whether it
+committed (a failover to a standby takes a few seconds)."""
+SETTLE_POLL = 0.25
 _RETRIES = 5  # a deadlock or serialization failure rolls back the statement: run it again
-
-
-def _conninfo(url: str) -> tuple[str, int]:
-    """The libpq URL without relaystate's options, and the pool size."""
-    parts = urlsplit(url)
-    options = parse_qsl(parts.query, keep_blank_values=True)
-    size = DEFAULT_POOL_SIZE
-    for key, value in options:
-        if key == "pool_size":
-            if not value.isdigit() or int(value) < 1:
-                raise StoreURLError(
-                    f"store URL option pool_size must be a whole number of at least 1: {value!r}"
-                )
-            size = int(value)
-    kept = urlencode([(k, v) for k, v in options if k != "pool_size"])
-    return urlunsplit(parts._replace(query=kept)), size
-
-
-def redact(url: str) -> str:
-    """The URL without its password, fit for messages and logs."""
-    url = re.sub(r"^([a-z]+://[^:/@]*):[^@/]*@", r"\1:***@", url)
-    return re.sub(r"([?&]password=)[^&]*", r"\1***", url)
 
 
 class PostgresStore(Backend, SchemaAdmin):
@@ -110,11 +88,14 @@ class PostgresStore(Backend, SchemaAdmin):
     def __init__(self, url: str, *, migrate: bool = True) -> None:
         self.url = url
         self._where = redact(url)
-        conninfo, pool_size = _conninfo(url)
+        options = PostgresURL.parse(url)
+        conninfo = options.conninfo
         # A direct connection first: an unreachable server fails now with libpq's reason
         # (a pool would only time out), and the schema is upgraded before any pooled use.
         try:
-            first: Conn = psycopg.connect(conninfo, autocommit=True)
+            first: Conn = psycopg.connect(
+                conninfo, autocommit=True, prepare_threshold=options.prepare_threshold
+            )
         except psycopg.OperationalError as exc:
             reason = " ".join(str(exc).split())  # libpq's reason, on one line
             raise StoreUnavailable(f"cannot connect to {self._where}: {reason}") from None
@@ -126,7 +107,7 @@ class PostgresStore(Backend, SchemaAdmin):
             raise
         # the first connection serves the first statements while the pool opens its own in
         # the background: no cold wait for a pooled connection
-        self._connections = Connections(conninfo, self._where, pool_size, first=first)
+        self._connections = Connections(options, self._where, first=first)
 
     # -- plumbing --------------------------------------------------------------------
     def _conn(self) -> AbstractContextManager[Conn]:
@@ -143,6 +124,10 @@ class PostgresStore(Backend, SchemaAdmin):
     def upgrade_schema(self) -> list[schema.SchemaStep]:
         with self._conn() as conn:
             return schema.upgrade(_Schema(conn, self._where))
+
+    def durability_warnings(self) -> list[str]:
+        with self._conn() as conn:
+            return durability.warnings(conn)
 
     # -- tasks, actions, journal -------------------------------------------------------
     def commit(self, commit: Commit) -> None:
@@ -198,6 +183,8 @@ class PostgresStore(Backend, SchemaAdmin):
         )
         try:
             row = self._write(sql, params, locks)
+        except ConnectionLost as lost:
+            row = self._settle(commit, lost)
         except pg_errors.UniqueViolation as exc:
             raise self._unique_violation(exc, commit.task.id, session, commit.messages) from None
         except pg_errors.DivisionByZero:
@@ -211,6 +198,42 @@ class PostgresStore(Backend, SchemaAdmin):
         _number(commit.messages, row[1])
         if session is not None:
             session.version += 1
+
+    def _settle(self, commit: Commit, lost: ConnectionLost) -> tuple[Any, ...]:
+        """What became of a commit whose answer was lost with the connection: read back,
+        as soon as the server (or the standby promoted in its place) answers, whether the
+        journal holds this commit's entry. Committed: the commit's result, as if answered.
+        Not committed: StoreUnavailable, and a retry writes it once. Still unreachable
+        after ``SETTLE_WITHIN``: StoreUnavailable saying the outcome is unknown (a retry
+        with the same request key is answered from what committed, never written twice)."""
+        entry = commit.entry
+        shown = [[m.session_id, to_iso(m.created_at), m.role, m.text] for m in commit.messages]
+        deadline = time.monotonic() + SETTLE_WITHIN
+        while True:
+            try:
+                found = self._rows(
+                    _SETTLE,
+                    {
+                        "task": entry.task_id,
+                        "version": entry.version,
+                        "entry": Jsonb(entry.to_dict()),
+                        "messages": Jsonb(shown),
+                    },
+                )
+                break
+            except StoreUnavailable:
+                if time.monotonic() >= deadline:
+                    raise StoreUnavailable(
+                        f"{lost}; whether task {entry.task_id} version {entry.version} "
+                        "committed is unknown: retry with the same request key"
+                    ) from None
+                time.sleep(SETTLE_POLL)
+        if not found or not found[0][0]:
+            raise StoreUnavailable(
+                f"{lost}; task {entry.task_id} version {entry.version} "
+                "did not commit: nothing was written"
+            ) from None
+        return (1, found[0][1], 1)
 
     def _write(
         self, sql: str, params: dict[str, object], locks: Sequence[str] = ()
@@ -620,6 +643,12 @@ class PostgresStore(Backend, SchemaAdmin):
             },
         )
 
+    def database_time(self) -> datetime:
+        """The server's ``clock_timestamp()``: one clock for every host of a fleet."""
+        row = self._rows("SELECT clock_timestamp()")[0]
+        stamp: datetime = row[0]
+        return stamp
+
     def workers(self, *, include_stopped: bool = False) -> list[WorkerStatus]:
         rows = self._rows(
             "SELECT w.id, w.host, w.pid, w.build, w.started_at, w.role, w.heartbeat_at,"
@@ -795,6 +824,16 @@ _SESSION_GATE = "1 / greatest((SELECT count(*) FROM s), 1 - (SELECT count(*) FRO
 """Divides by zero, so the whole statement (task, journal, messages) rolls back, when the
 task row was written but the session was not: another turn wrote the session since it was
 read (the upsert's WHERE sees the latest row). One statement stays one round trip."""
+
+_SETTLE = """
+SELECT j.data = %(entry)s::jsonb, (
+    SELECT jsonb_agg(jsonb_build_array(m.session_id, m.id) ORDER BY m.session_id, m.id)
+    FROM jsonb_array_elements(%(messages)s::jsonb) w
+    JOIN messages m ON m.session_id = w->>0 AND m.created_at = (w->>1)::timestamptz
+        AND m.role = w->>2 AND m.text = w->>3)
+FROM journal j WHERE j.task_id = %(task)s AND j.version = %(version)s
+"""
+"""Whether the journal holds this very entry, and the numbers its messages were given."""
 
 _NEW_IDS = "(SELECT jsonb_agg(jsonb_build_array(session_id, id) ORDER BY session_id, id) FROM mi)"
 """The numbers the messages CTE gave, to hand back to the caller."""
