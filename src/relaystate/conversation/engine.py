@@ -38,7 +38,7 @@ from ..task.edits import Cancel, Confirm, Edit, Fill, Resume, Start
 from ..task.next_step import AskConfirmation, AskSlot, NextStep
 from ..task.problems import Problem
 from ..task.templates import TaskTemplate
-from . import questions, replies, routing
+from . import elsewhere, questions, replies, routing
 from .clock import today
 from .extract import Extraction, extract
 from .intents import CONTROL, control_word, detect_language, is_no, is_yes
@@ -303,29 +303,39 @@ class _Turn:
             if chosen.resume_only:
                 return self._welcome(chosen.state)
             return self._continue(chosen.state, chosen.extraction, chosen.step)
-        elsewhere = self._open_elsewhere(chosen)
-        if elsewhere is not None:
-            self.why += f" | continues the open {chosen.template.type} {elsewhere.task.id[:8]}"
+        seen = self._open_elsewhere(chosen)
+        if seen.joins is not None:
+            joined = seen.joins
+            self.why += f" | continues the open {chosen.template.type} {joined.task.id[:8]}"
             # what the message says of a new Task is what it says of this one: read again as
             # the answer to this Task's question, "book a flight" is no date
-            held = elsewhere.task.slots
+            held = joined.task.slots
             if all(held.get(k) == v for k, v in chosen.extraction.values.items()):
-                return self._welcome(elsewhere)
-            return self._continue(elsewhere, chosen.extraction)
-        return self._start(chosen.template, chosen.extraction)
+                return self._welcome(joined)
+            return self._continue(joined, chosen.extraction)
+        note = ""
+        if seen.under_way is not None:
+            other = seen.under_way
+            self.why += f" | a {other.task.type} like it is under way elsewhere: not joined"
+            title = self.p.template_of(other).title(self.lang)
+            note = replies.words(self.lang)["under_way"].format(title=title)
+        return self._start(chosen.template, chosen.extraction, note=note)
 
-    def _open_elsewhere(self, chosen: routing.Candidate) -> TaskState | None:
-        """An open Task of the chosen type from another session that the message does not
-        contradict, unless it asks for another one: resumed rather than duplicated."""
+    def _open_elsewhere(self, chosen: routing.Candidate) -> elsewhere.Elsewhere:
+        """The open Task of the chosen type from another session that the message may
+        continue (resumed rather than duplicated), and one it resembles that is already
+        under way (never continued: its result is its own request's); none when the
+        message asks for another one."""
         if routing.asks_for_another(self.text):
-            return None
-        here = {s.task.id for s in self.p.open_here}
-        for state in self.p.open_tasks(limit=9):
-            if state.task.id in here or state.task.type != chosen.template.type:
-                continue
-            if not routing.contradicts(chosen.template, state, chosen.extraction):
-                return state
-        return None
+            return elsewhere.Elsewhere()
+        return elsewhere.look(
+            chosen.template,
+            chosen.extraction,
+            self.p.open_tasks(limit=9),
+            here={s.task.id for s in self.p.open_here},
+            template_of=self.p.template_of,
+            next_step=self.p.next_step,
+        )
 
     def _named_type(self) -> TaskTemplate | None:
         folded = fold(self.text)
@@ -479,7 +489,10 @@ class _Turn:
             reply = words["invalid"].format(reason=why) + reply
         return prefix + reply
 
-    def _start(self, template: TaskTemplate, found: Extraction | None = None) -> TurnResult:
+    def _start(
+        self, template: TaskTemplate, found: Extraction | None = None, *, note: str = ""
+    ) -> TurnResult:
+        """Start a Task of ``template`` with what the message says; ``note`` is said first."""
         if found is None:
             found = extract(template, self.text, language=self.lang, today=self.today, opening=True)
         opening = template.opening_slot
@@ -491,7 +504,7 @@ class _Turn:
             found.values[opening] = template.slot(opening).validate(self.text)
         edit = Start(template.type, found.values, session_id=self.p.session.id)
         first_error = next(iter(found.errors.items()), None)
-        return self._commit(edit, lambda ctx: self._reply(ctx, first_error))
+        return self._commit(edit, lambda ctx: note + self._reply(ctx, first_error))
 
     def _continue(
         self,
