@@ -8,7 +8,7 @@ HTTP API answers by the base (404, 409, 422, 503...) and names the class in its 
   + HistoryCompacted          that point of a task's history was folded away (410)
   + Conflict                  the state changed, or the request conflicts with it (409)
     - VersionConflict, SessionConflict, ConfirmationChanged, TaskLocked, MigrationFailed,
-      DuplicateKey, RepeatedRequest, RequestKeyReused
+      DuplicateKey, RepeatedRequest, RequestKeyReused, TemplateMismatch
   + InvalidInput, InvalidSlot, TemplateError   the request can never succeed as it is (422)
   + ScopeError                an operator's call made with a user's scope (403)
   + StoreError                the store cannot be used now; nothing was written (503)
@@ -222,6 +222,27 @@ class StoreFull(StoreFileError):
     what was committed before it is intact."""
 
 
+class TemplateMismatch(Conflict):
+    """A Task was made by another definition of its template's type and version than this
+    process declares (another program shares the store, or the template changed without a
+    new version): this process writes nothing to it. Reading it still works (HTTP 409)."""
+
+    def __init__(self, task_id: str, template: str, version: int, stored: str, here: str):
+        self.task_id = task_id
+        self.template = template
+        self.version = version
+        self.stored = stored
+        self.here = here
+        super().__init__(
+            f"task {task_id} was made by another definition of template {template!r} "
+            f"version {version} (fingerprint {stored}) than this process declares "
+            f"(fingerprint {here}); nothing was written. Give the changed definition a new "
+            f"version (version={version + 1}) with a migration from version {version} "
+            f"(@template.migration(from_version={version})), or run this task with the "
+            "definition that made it"
+        )
+
+
 CODES: dict[type[RelaystateError], str] = {
     NotFound: "not_found",
     HistoryCompacted: "history_compacted",
@@ -231,6 +252,7 @@ CODES: dict[type[RelaystateError], str] = {
     ConfirmationChanged: "confirmation_changed",
     TaskLocked: "task_locked",
     MigrationFailed: "migration_failed",
+    TemplateMismatch: "template_mismatch",
     DuplicateKey: "duplicate_key",
     RepeatedRequest: "repeated_request",
     RequestKeyReused: "idempotency_key_reused",  # a valid request, a taken key

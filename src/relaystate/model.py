@@ -116,6 +116,14 @@ class Task:
     created_by_build: str = ""
     pinned: bool = False
     """Its work runs only in processes of ``created_by_build`` (its template is pinned)."""
+    template_fingerprint: str = ""
+    """The fingerprint of the template definition that made it, or last lifted it
+    (``TaskTemplate.fingerprint``): a process whose definition of the same type and version
+    differs refuses to write it. Kept in the Task's JSON, so no table changes; a Task stored
+    before Tasks recorded it has "" and is accepted, stamped by the definition that runs it
+    on its next write. No ``SCHEMA_VERSION`` step either: an older build reads the Task and
+    drops the field when it writes, which only makes it "" again (stamped anew later),
+    while a step would make every older build refuse every Task a newer one touched."""
     due_at: datetime | None = None
     """When automatic work is next due (an action to run, a retry, a lease to check); None
     while the task waits for a person or is finished. Kept by the writer: the work queue."""
@@ -142,6 +150,7 @@ class Task:
             "template_version": self.template_version,
             "created_by_build": self.created_by_build,
             "pinned": self.pinned,
+            "template_fingerprint": self.template_fingerprint,
             "due_at": to_iso(self.due_at),
             "progress": self.progress.to_dict(),
             "status_text": self.status_text,
@@ -168,6 +177,7 @@ class Task:
             template_version=int(d.get("template_version", 1)),
             created_by_build=d.get("created_by_build", ""),
             pinned=bool(d.get("pinned", False)),
+            template_fingerprint=str(d.get("template_fingerprint") or ""),
             due_at=from_iso(d.get("due_at")),
             progress=Progress(**d.get("progress", {})),
             status_text=d.get("status_text", ""),

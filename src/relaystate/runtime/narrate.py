@@ -28,6 +28,7 @@ BOOKKEEPING_TASK = frozenset(
         "version",
         "schema_version",
         "created_by_build",
+        "template_fingerprint",
     }
 )
 """Task fields that follow from the others, or are the runtime's own."""

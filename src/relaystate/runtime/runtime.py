@@ -23,7 +23,14 @@ from typing import Any
 from .. import inputs
 from ..actions.leases import Owner, hostname
 from ..actions.runner import ActionRunner
-from ..errors import InvalidInput, MigrationFailed, NotFound, StoreURLError, TemplateError
+from ..errors import (
+    InvalidInput,
+    MigrationFailed,
+    NotFound,
+    StoreURLError,
+    TemplateError,
+    TemplateMismatch,
+)
 from ..model import (
     OPEN_TASK_STATUSES,
     Action,
@@ -176,13 +183,14 @@ class Runtime:
 
     def upgraded(self, scope: Scope, states: Iterable[TaskState]) -> list[TaskState]:
         """These tasks as this build runs them (older ones lifted and the lift committed);
-        a task whose migration fails is left out (it is marked as needing attention)."""
+        a task whose migration fails is left out (it is marked as needing attention), and
+        so is one another definition of its version made (TemplateMismatch: not lifted)."""
         scope = checked(scope)
         out = []
         for state in states:
             try:
                 out.append(self._writer.upgraded(state, scope))
-            except MigrationFailed as exc:
+            except (MigrationFailed, TemplateMismatch) as exc:
                 log.warning("task %s left out: %s", state.task.id, exc)
         return out
 
@@ -591,11 +599,14 @@ class Runtime:
 
     def task(self, scope: Scope, task_id: str) -> TaskState:
         """A task and its actions, if it is in scope, lifted to this build's version of its
-        type (the lift committed) unless its migration fails: then as stored."""
+        type (the lift committed) unless its migration fails: then as stored. A task another
+        definition of its version made is shown as stored too (reading it is always safe)."""
         inputs.check(scope, task_id=task_id)
         stored = self._writer.load(task_id, checked(scope))
         try:
             return self._writer.upgraded(stored, checked(scope))
+        except TemplateMismatch:
+            return stored  # nothing was written
         except MigrationFailed:
             return self._writer.load(task_id, checked(scope))  # as stored, marked with why
 

@@ -9,7 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from ..errors import MigrationFailed, OtherBuild, RelaystateError, VersionConflict
+from ..errors import (
+    MigrationFailed,
+    OtherBuild,
+    RelaystateError,
+    TemplateMismatch,
+    VersionConflict,
+)
 from ..model import OPEN_TASK_STATUSES, TaskStatus, WorkerStatus
 from ..scope import Scope
 from ..store.bundle import Stores
@@ -172,6 +178,6 @@ def _one(
         after = writer.upgraded(state, admin)
     except OtherBuild:
         return "deferred"
-    except (MigrationFailed, VersionConflict) as exc:
+    except (MigrationFailed, TemplateMismatch, VersionConflict) as exc:
         return str(exc)
     return "deferred" if versions.needs_lift(after.task) else "lifted"

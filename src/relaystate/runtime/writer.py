@@ -3,8 +3,10 @@
 One place enforces the write rules for all callers: optimistic locking with re-read and
 retry on conflict, derived fields recomputed by the machine, one journal entry holding
 only the delta, the turn's session and messages in the same commit as the task, and no
-writing of state whose schema is newer than this code. A caller that has just read the
-task passes it as ``known``: the first attempt starts from it instead of reading again.
+writing of state whose schema is newer than this code, nor of a task another definition of
+its template version made (:class:`~relaystate.errors.TemplateMismatch`). A caller that has
+just read the task passes it as ``known``: the first attempt starts from it instead of
+reading again.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..scope import Scope
 from ..store.bundle import Stores
 from ..store.roles import Commit
 from ..store.turn_memory import Remember
+from ..task import fingerprint
 from ..task.journal import entry_for
 from ..task.machine import settle
 from ..task.next_step import NextStep
@@ -206,7 +209,9 @@ class TaskWriter:
         if change is not None:
             change(state)
         now = self.clock()
-        step = settle(self.template(state), state, now)
+        template = self.template(state)
+        state.task.template_fingerprint = template.fingerprint
+        step = settle(template, state, now)
         state.task.version = 1
         state.task.created_at = state.task.updated_at = now
         state.task.due_at = work.due_at(state, step)
@@ -253,6 +258,7 @@ class TaskWriter:
             read = known if known is not None and attempt == 0 else self.load(task_id, scope)
             before = self.upgraded(read, scope)
             template = self.template(before)
+            self.versions.check_made_by(before.task)  # before the change is even made
             old = before.to_dict()
             draft = TaskState.from_dict(old)
             if change(draft) is False:
@@ -280,12 +286,15 @@ class TaskWriter:
         """Settle ``draft`` and commit it over ``before`` (nothing if nothing changed);
         ``old``: ``before.to_dict()`` if the caller made it already."""
         now = self.clock()
-        step = settle(self.template(draft), draft, now)
+        template = self.template(draft)
+        step = settle(template, draft, now)
         draft.task.due_at = before.task.due_at  # a new due time alone is no change
         old = old if old is not None else before.to_dict()
         new = draft.to_dict()
         if new == old:
             return Written(before, step, False)
+        if fingerprint.stamp(draft.task, template):  # a task from before fingerprints
+            new["task"]["template_fingerprint"] = draft.task.template_fingerprint
         draft.task.updated_at = now
         draft.task.due_at = work.due_at(draft, step)
         new["task"]["updated_at"] = to_iso(now)
@@ -306,7 +315,9 @@ class TaskWriter:
         attach: Attach | None = None,
         rows: tuple[dict[str, Any], dict[str, Any]] | None = None,
     ) -> None:
-        """One journaled commit of ``draft`` over ``before``, with its queue row."""
+        """One journaled commit of ``draft`` over ``before``, with its queue row; never
+        over a task another definition of its template version made."""
+        self.versions.check_made_by(before.task)
         now = draft.task.updated_at if rows is not None else self.clock()
         old, new = rows if rows is not None else (before.to_dict(), draft.to_dict())
         touched = [

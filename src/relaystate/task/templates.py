@@ -14,6 +14,7 @@ from ..errors import InvalidInput, InvalidSlot, TemplateError
 from ..inputs import MAX_SAFE_INTEGER, json_value
 from ..model import Task
 from .contact_forms import e164, email_address
+from .fingerprint import fingerprint as _fingerprint
 from .next_step import AskConfirmation, AskSlot, NextStep, WaitOperator, WaitUser
 from .problems import Problem, custom
 from .retry import Retry
@@ -439,7 +440,17 @@ class Stage:
 
 
 class TaskTemplate:
-    """A task type: slots, ordered stages and the actions those stages run."""
+    """A task type: slots, ordered stages and the actions those stages run.
+
+    :attr:`fingerprint` identifies this definition of the type and version: a sha256 over
+    a canonical JSON of what decides behaviour (slots with their kinds, required, choices
+    and checks; the stages in order with their actions and conditions; each action's name
+    and idempotency declarations), the same in every process and Python run. Every Task
+    records the fingerprint of the definition that made it, and a process whose definition
+    of the same type and version has another one refuses to write that Task
+    (:class:`~relaystate.errors.TemplateMismatch`): change a template's behaviour under a
+    new ``version`` with a migration. See :mod:`relaystate.task.fingerprint`.
+    """
 
     def __init__(
         self,
@@ -556,6 +567,12 @@ class TaskTemplate:
             return fn
 
         return register
+
+    @property
+    def fingerprint(self) -> str:
+        """This definition's fingerprint (``v1:`` + 64 hex digits); computed when asked,
+        so actions, checks and compensations declared after construction count."""
+        return _fingerprint(self)
 
     def title(self, language: str = "en") -> str:
         """This task type's name for people, in ``language`` if declared."""

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import MigrationFailed, OtherBuild, TaskTooNew, TemplateError
 from ..model import ActionKind, Task, TaskState
+from . import fingerprint
 from .machine import settle
 from .templates import Migration, TaskTemplate
 
@@ -105,14 +106,25 @@ class TemplateVersions:
             f"build neither carries nor can migrate from"
         )
 
+    def check_made_by(self, task: Task) -> None:
+        """TemplateMismatch if this build carries ``task``'s type and version under another
+        definition than the one that made it (nothing to compare when it does not carry
+        that version: a lift, a pinned task of another build)."""
+        template = self._by_type.get(task.type, {}).get(task.template_version)
+        if template is not None:
+            fingerprint.check(task, template)
+
     def carries(self, task: Task) -> bool:
         """Whether this build has the template version ``task`` is on."""
         return task.template_version in self._by_type.get(task.type, {})
 
     def lift(self, state: TaskState, now: datetime) -> TaskState:
         """The task lifted to the newest version, in memory (its actions unchanged, derived
-        fields settled on the new template); MigrationFailed names the step that failed."""
+        fields settled on the new template, its fingerprint the new version's);
+        MigrationFailed names the step that failed, TemplateMismatch a task this build's
+        definition of its version did not make (its migrations were written for that one)."""
         task = state.task
+        self.check_made_by(task)
         chain = self._chain(task.type)
         target = self.newest[task.type]
         row: dict[str, Any] = task.to_dict()
@@ -126,6 +138,7 @@ class TemplateVersions:
                 f"cannot be read: {type(exc).__name__}: {exc}"
             ) from None
         _check_fits(lifted, target)
+        lifted.task.template_fingerprint = target.fingerprint
         settle(target, lifted, now)
         return lifted
 
