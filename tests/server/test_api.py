@@ -24,8 +24,9 @@ ADMIN = Scope.admin("test")
 class Api:
     """The app and a key per person: alice, bob, and an operator with an admin key."""
 
-    def __init__(self, tmp_path: Path, **options: Any) -> None:
-        self.rt = Runtime(open_store(f"sqlite:///{tmp_path}/api.db"), templates(tmp_path / "l.db"))
+    def __init__(self, tmp_path: Path, *, store: str | None = None, **options: Any) -> None:
+        url = store or f"sqlite:///{tmp_path}/api.db"
+        self.rt = Runtime(open_store(url), templates(tmp_path / "l.db"))
         self.keys = {
             who: issue(self.rt, ADMIN, who, name=who, admin=who == "ops", now=self.rt.clock())[1]
             for who in ("alice", "bob", "ops")

@@ -146,3 +146,27 @@ def test_a_tasks_context_from_its_memory_within_a_budget(api: Api) -> None:
     for params in ({"budget": 5}, {"window": "big"}, {"q": "nul \u0000"}):
         answer = api.call("alice", "GET", f"/v1/tasks/{task_id}/context", params=params)
         error(answer, 422, "invalid_input")
+
+
+@pytest.mark.parametrize("field", ["source", "task_id"])
+def test_a_nul_in_a_search_filter_is_refused_alike_on_every_sql_backend(
+    sql_store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str
+) -> None:
+    """PostgreSQL cannot compare a NUL (psycopg raises DataError: a 500); SQLite could, and
+    found nothing. Both refuse it as the other text fields are refused: 422, nothing read."""
+    monkeypatch.setenv("RELAYSTATE_NOW", "2026-11-29T10:00:00")
+    api = Api(tmp_path, store=sql_store_url)
+    try:
+        api.ok("alice", "POST", "/v1/memory/notes/items", json={"items": NOTES})
+        for values in (["doc\x00"], ["doc", "\x00"]):
+            said = error(
+                api.call(
+                    "alice", "GET", "/v1/memory/notes/search", params={"q": "garden", field: values}
+                ),
+                422,
+                "invalid_input",
+            )
+            assert said.startswith(f"query.{field}"), said
+        assert search(api, "alice", "notes", "garden", source="doc", mode="keyword") == ["n2"]
+    finally:
+        api.rt.close()

@@ -41,17 +41,20 @@ def run(ns: argparse.Namespace) -> None:
 
     from ..demo.script import run_demo
     from ..errors import ConfigError
+    from ..store import split_url
 
+    if ns.cache:
+        raise ConfigError("demo run keeps its sessions in the store: it takes no --cache")
+    opts = Options.parse(ns)
+    store = opts.store if ns.store or os.environ.get("RELAYSTATE_STORE") else None
+    if store is not None:
+        split_url(store)  # a URL that cannot be parsed: refused before any file is made
     try:
         ns.workdir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(
             f"--dir {ns.workdir}: cannot be the demo's directory: {exc.strerror}"
         ) from None
-    if ns.cache:
-        raise ConfigError("demo run keeps its sessions in the store: it takes no --cache")
-    opts = Options.parse(ns)
-    store = opts.store if ns.store or os.environ.get("RELAYSTATE_STORE") else None
     quiet = Console(file=io.StringIO()) if opts.as_json else Console()
     summary = run_demo(ns.workdir, quiet, store=store)
     if opts.as_json:

@@ -9,7 +9,6 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from .options import DEFAULT_STORE, Options, app_parser
 
@@ -114,12 +113,11 @@ def _file_of(url: str) -> str | None:
 
 
 def _redacted(url: str) -> str:
-    """A URL without its password."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
+    """A URL without its password (a URL that cannot be parsed too: opening the store
+    then says what is wrong with it)."""
+    from ..store import shown_url
+
+    return shown_url(url)
 
 
 def _embedder() -> str:

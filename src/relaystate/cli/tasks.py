@@ -90,10 +90,9 @@ _ID_HELP = "A Task id, or its first characters (at least 4) when one Task starts
 
 
 def _limit(text: str) -> int:
-    value = int(text)
-    if not 1 <= value <= 10_000:
-        raise argparse.ArgumentTypeError("--limit takes 1 to 10000")
-    return value
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 10_000):
+        raise argparse.ArgumentTypeError(f"--limit takes 1 to 10000, not {text!r}")
+    return int(text)
 
 
 def _statuses(status: str) -> list[Any] | None:
@@ -162,7 +161,9 @@ def show(ns: argparse.Namespace) -> None:
 
 
 def _point(at: str) -> int | datetime:
-    if at.isdigit():
+    """A version number (ASCII digits: ``int`` refuses the superscripts and other digits
+    ``isdigit`` admits) or an ISO time, UTC unless it says otherwise."""
+    if at.isascii() and at.isdigit():
         return int(at)
     try:
         moment = datetime.fromisoformat(at)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ..errors import RelaystateError
 from ..model import MemoryItem, Task
 from ..scope import Scope
+from ..store.bundle import DAMAGED
 from ..store.turn_memory import CONVERSATION, InlineVectors, Remember, turn_id, turn_rows
 from .embed import Embedder
 from .graph import MemoryGraph
@@ -127,9 +128,12 @@ class Recorder:
 
     def record(self, scope: Scope, turn: Turn) -> None:
         """Keep a committed turn in memory (its numbered messages; the task as it left
-        it); errors are logged, not raised: the turn happened either way."""
+        it); errors are logged, not raised: the turn happened either way. A damaged store
+        is raised: nothing later catches up on it, and every command that reads it fails."""
         try:
             self._record(scope, turn)
+        except DAMAGED:
+            raise
         except RelaystateError as exc:
             log.warning("turn in session %s not recorded in memory: %s", turn.session_id, exc)
 

@@ -16,7 +16,7 @@ from typing import Protocol
 from ..actions.leases import lease_expired
 from ..model import TaskState, TaskStatus
 from ..scope import Scope
-from ..store.bundle import Stores
+from ..store.bundle import DAMAGED, Stores
 
 BATCH = 100
 """Tasks claimed at a time: a concurrent recoverer takes other batches meanwhile."""
@@ -125,6 +125,8 @@ def _recover_one(
 ) -> None:
     try:
         state = advance(task_id)
+    except DAMAGED:
+        raise  # a damaged store: no other task fares better, and it is not this task's error
     except Exception as exc:
         report.errors[task_id] = f"{type(exc).__name__}: {exc}"
         outcome = "error"

@@ -101,10 +101,11 @@ def search(
     mode: Mode = "hybrid",
     since: datetime | None = None,
     until: datetime | None = None,
-    source: Annotated[list[str] | None, Query(max_length=20)] = None,
-    task_id: Annotated[list[str] | None, Query(max_length=20)] = None,
+    source: Annotated[list[PlainText] | None, Query(max_length=20)] = None,
+    task_id: Annotated[list[PlainText] | None, Query(max_length=20)] = None,
 ) -> HitsOut:
-    """The items that answer ``q`` best: keyword and vector search fused."""
+    """The items that answer ``q`` best: keyword and vector search fused (a filter value
+    holding a NUL is refused, 422, as no backend can compare it)."""
     where = MemoryFilter(since, until, tuple(source or ()), tuple(task_id or ()))
     hits = memory_of(request).search(who.acts, namespace, q, k=k, where=where, mode=mode)
     return HitsOut(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import sys
 from pathlib import PurePath
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import SplitResult, parse_qs, urlsplit
 
 from ..errors import RelaystateError, StoreUnavailable, StoreURLError
 from .bundle import Stores
@@ -40,6 +41,8 @@ __all__ = [
     "WorkingMemory",
     "open_backend",
     "open_store",
+    "shown_url",
+    "split_url",
     "translate_error",
 ]
 
@@ -56,12 +59,15 @@ def open_store(
     ``create=False`` is for callers that only read: a SQLite file that does not exist (or
     is empty) is then :class:`~relaystate.errors.StoreMissing` naming it, not a new store.
     """
+    if cache:  # a bad cache URL is refused before the store is opened
+        scheme = split_url(cache, what="cache", port=True).scheme
+        if scheme not in ("redis", "rediss"):
+            raise StoreURLError(
+                f"unknown cache URL {shown_url(cache)!r}: expected redis://host:port/db"
+            )
     backend = open_backend(url, migrate=migrate, create=create)
     if not cache:
         return Stores.of(backend)
-    if urlsplit(cache).scheme not in ("redis", "rediss"):
-        backend.close()
-        raise StoreURLError(f"unknown cache URL {cache!r}: expected redis://host:port/db")
     from .redis import RedisSessionCache
 
     try:
@@ -74,7 +80,7 @@ def open_store(
 def open_backend(url: str, *, migrate: bool = True, create: bool = True) -> Backend:
     """The one database a URL names, playing every role it can (``create``: see
     :func:`open_store`; a server database is never created, whatever it says)."""
-    parts = urlsplit(url)
+    parts = split_url(url)
     if parts.scheme == "memory":
         return InMemoryStore(url)
     if parts.scheme == "sqlite":
@@ -113,7 +119,7 @@ def open_backend(url: str, *, migrate: bool = True, create: bool = True) -> Back
             ) from None
         return PostgresStore(url, migrate=migrate)
     raise StoreURLError(
-        f"unknown store URL {url!r}: expected memory://, sqlite:///path.db or postgresql://..."
+        f"unknown store URL {shown_url(url)!r}: expected memory://, sqlite:///path.db or postgresql://..."
     )
 
 
@@ -132,9 +138,38 @@ def _check_relative(url: str, path: str) -> None:
         )
 
 
+def split_url(url: str, *, what: str = "store", port: bool = False) -> SplitResult:
+    """``urlsplit``, but what it cannot parse (an unclosed IPv6 bracket, and with ``port``
+    a port that is no number from 0 to 65535) is a StoreURLError naming the URL, not the
+    bare ValueError Python raises (a traceback at the command line). ``port`` is for
+    one-host URLs: a PostgreSQL URL may list several ``host:port`` pairs, which libpq
+    checks itself."""
+    try:
+        parts = urlsplit(url)
+        if port:
+            parts.port  # noqa: B018 - reading it is the check
+    except ValueError as exc:
+        raise StoreURLError(f"bad {what} URL {shown_url(url)!r}: {exc}") from None
+    return parts
+
+
+_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@\[\]]*):[^@/]*@")
+
+
+def shown_url(url: str) -> str:
+    """A URL fit for messages: without its password (read without parsing the URL, which
+    may be the very thing that is wrong), and cut when very long."""
+    url = _PASSWORD.sub(r"\1:***@", url)
+    url = re.sub(r"([?&]password=)[^&]*", r"\1***", url)
+    return url if len(url) <= 200 else url[:197] + "..."
+
+
 def sqlite_path(url: str) -> str | None:
-    """The file a ``sqlite:///`` URL names (None for another scheme)."""
-    parts = urlsplit(url)
+    """The file a ``sqlite:///`` URL names (None for another scheme, or no URL at all)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
     if parts.scheme != "sqlite":
         return None
     return parts.path[1:] if parts.path.startswith("/") else parts.path

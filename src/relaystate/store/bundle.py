@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from ..errors import RelaystateError, StoreURLError
+from ..errors import RelaystateError, StoreCorrupt, StoreNotDatabase, StoreURLError
 from ..model import OPEN_TASK_STATUSES, Message, Session, Task, TaskState
 from ..scope import Scope
 from .roles import (
@@ -35,6 +35,10 @@ from .roles import (
 from .turn_memory import Remember, turn_rows
 
 log = logging.getLogger("relaystate.memory")
+
+DAMAGED = (StoreCorrupt, StoreNotDatabase)
+"""Errors no later turn recovers from (a damaged page, a file that is no database now):
+memory written after a commit raises them rather than logging them."""
 
 
 class Stores:
@@ -132,7 +136,8 @@ class Stores:
     ) -> None:
         """A committed turn's memory, written after its commit by a backend that cannot
         write it inside; a failure is logged: the turn happened, and the next catches up
-        (its facts are compared with the task's slots then)."""
+        (its facts are compared with the task's slots then). A damaged store is not such a
+        failure: it is raised, as every other command that reads the page will."""
         try:
             rows = turn_rows(remember, messages, task, at)
             if rows.items and self.memories is not None:
@@ -144,6 +149,8 @@ class Stores:
                     self.memories.put_vectors(user, remember.namespace, embedder, pairs)
             if rows.facts and self.working is not None:
                 self.working.record_facts(rows.facts)
+        except DAMAGED:
+            raise
         except RelaystateError as exc:
             log.warning("a turn was not recorded in memory: %s", exc)
 

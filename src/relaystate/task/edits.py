@@ -20,7 +20,7 @@ from ..errors import (
     TaskLocked,
     TemplateError,
 )
-from ..model import ActionKind, ActionStatus, TaskState, TaskStatus
+from ..model import Action, ActionKind, ActionStatus, TaskState, TaskStatus
 from ..scope import Scope
 from .machine import first_stage, stopped_by_its_code
 from .templates import TaskTemplate
@@ -223,9 +223,11 @@ def _resolve(draft: TaskState, seq: int, succeeded: bool, output: JSON, by: str)
         action = draft.action(seq)
     except KeyError:
         raise NotFound(f"task {draft.task.id} has no action {seq}") from None
-    if action.status not in (ActionStatus.UNKNOWN, ActionStatus.FAILED):
+    if not draft.task.status.is_open or not _unsettled(action):
         raise TaskLocked(
-            f"{action.name} is {action.status}; nothing to resolve",
+            f"{action.name} is {action.status} and task {draft.task.id} is "
+            f"{draft.task.status}; nothing to resolve (only an Action whose outcome is unknown, "
+            f"or one a person must settle, can be)",
             code="settled",
             action=action.name,
         )
@@ -237,6 +239,18 @@ def _resolve(draft: TaskState, seq: int, succeeded: bool, output: JSON, by: str)
     if succeeded and action.compensates is not None:
         draft.action(action.compensates).status = ActionStatus.COMPENSATED
     return True
+
+
+def _unsettled(action: Action) -> bool:
+    """Whether an operator may say how ``action`` ended: its outcome is ``unknown``, or it
+    failed where the machine stops for a person (an error in its own code, a compensation
+    that failed). A step that failed for good was unwound (its Task failed, or compensates):
+    calling it a success afterwards would turn a failed Task into a done one."""
+    if action.status == ActionStatus.UNKNOWN:
+        return True
+    return action.status == ActionStatus.FAILED and (
+        stopped_by_its_code(action) or action.kind == ActionKind.COMPENSATION
+    )
 
 
 def _rerun(draft: TaskState, seq: int) -> bool:

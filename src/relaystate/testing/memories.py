@@ -3,11 +3,13 @@ Chinese), filtered, with vectors per embedder; one user never sees another's."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import numpy as np
 import pytest
 
+from ..errors import InvalidInput
 from ..model import MemoryItem
 from ..store import Memories, Stores
 from ..store.roles import MemoryFilter
@@ -123,6 +125,48 @@ class MemoryRoleTests(Conformance):
         assert set(words(memories, "Paris", until=T0 + timedelta(days=5))) == {"old"}
         assert set(words(memories, "Paris", sources=("turn",))) == {"old", "new"}
         assert words(memories, "Paris", task_ids=("t-2",)) == ["new"]
+
+    @pytest.mark.parametrize(
+        "call",
+        [
+            "filter source",
+            "filter task",
+            "vector filter",
+            "search term",
+            "ids",
+            "latest of a task",
+            "item text",
+            "item source",
+            "item metadata",
+        ],
+    )
+    def test_a_nul_is_refused_alike_on_every_backend(self, memories: Memories, call: str) -> None:
+        """PostgreSQL cannot take a NUL in any text parameter; the other backends refuse it
+        the same way (InvalidInput naming the field), before reading or writing anything."""
+        memories.put_memories([item("kept", "trip to Paris", source="turn", task_id="t-1")], at=T0)
+        nul = "t-\x001"
+        calls: dict[str, Callable[[], object]] = {
+            "filter source": lambda: words(memories, "Paris", sources=("turn", nul)),
+            "filter task": lambda: words(memories, "Paris", task_ids=(nul,)),
+            "vector filter": lambda: memories.load_vectors(
+                "alice", "chat", "e", MemoryFilter(sources=(nul,))
+            ),
+            "search term": lambda: memories.search_words("alice", "chat", ["paris", nul], k=5),
+            "ids": lambda: memories.get_memories("alice", "chat", ["kept", nul]),
+            "latest of a task": lambda: memories.latest_memories(
+                "alice", "chat", task_id=nul, limit=5
+            ),
+            "item text": lambda: memories.put_memories([item("x", f"a {nul}")], at=T0),
+            "item source": lambda: memories.put_memories([item("x", "a", source=nul)], at=T0),
+            "item metadata": lambda: memories.put_memories(
+                [item("x", "a", metadata={"k": nul})], at=T0
+            ),
+        }
+        with pytest.raises(InvalidInput, match="NUL") as refused:
+            calls[call]()
+        assert refused.value.field.startswith(("where.", "terms", "ids", "task_id", "items"))
+        assert [m.id for m in memories.latest_memories("alice", "chat", limit=5)] == ["kept"]
+        assert words(memories, "Paris", sources=("turn",)) == ["kept"]  # the store still answers
 
     def test_the_k_best_are_the_same_however_deep_and_with_a_filter_that_keeps_all(
         self,

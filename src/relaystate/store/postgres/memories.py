@@ -4,13 +4,14 @@ ranked by ``ts_rank``; vectors as float32 ``bytea``, searched in the process lik
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from ... import inputs
 from ...model import MemoryItem
 from ..roles import Memories, MemoryFilter
 from ..terms import index_text
@@ -47,6 +48,7 @@ class PostgresMemories(Memories):
             return conn.execute(sql, args).fetchall()
 
     def put_memories(self, items: Sequence[MemoryItem], *, at: datetime) -> int:
+        _storable(items)
         touched = sorted({(i.user_id, i.namespace) for i in items})
         with self._connection() as conn, conn.transaction():
             for item in items:
@@ -62,6 +64,7 @@ class PostgresMemories(Memories):
         return len(items)
 
     def get_memories(self, user_id: str, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
+        refuse_unstorable("ids", ids)
         unique = list(dict.fromkeys(ids))
         rows = self._rows(
             f"SELECT {_COLUMNS} FROM memories"
@@ -81,6 +84,7 @@ class PostgresMemories(Memories):
     def latest_memories(
         self, user_id: str, namespace: str, *, task_id: str | None = None, limit: int
     ) -> list[MemoryItem]:
+        refuse_unstorable("task_id", (task_id,))
         sql = f"SELECT {_COLUMNS} FROM memories WHERE user_id = %s AND namespace = %s"
         args: list[object] = [user_id, namespace]
         if task_id is not None:
@@ -98,6 +102,7 @@ class PostgresMemories(Memories):
         k: int,
         where: MemoryFilter | None = None,
     ) -> list[tuple[str, float]]:
+        refuse_unstorable("terms", terms)
         if not terms or k < 1:
             return []
         query = " || ".join(f"plainto_tsquery('{CONFIG}', %s)" for _ in terms)
@@ -171,6 +176,8 @@ class PostgresMemories(Memories):
 
 
 def _filter(where: MemoryFilter) -> tuple[str, list[object]]:
+    refuse_unstorable("where.sources", where.sources)
+    refuse_unstorable("where.task_ids", where.task_ids)
     sql, args = "", list[object]()
     if where.since is not None:
         sql += " AND m.at >= %s"
@@ -183,6 +190,22 @@ def _filter(where: MemoryFilter) -> tuple[str, list[object]]:
             sql += f" AND m.{column} = ANY(%s)"
             args.append(list(values))
     return sql, args
+
+
+def refuse_unstorable(field: str, values: Iterable[str | None]) -> None:
+    """Refuse text no backend can take (a NUL, a lone surrogate) as InvalidInput naming
+    ``field``, alike on every backend: PostgreSQL rejects a NUL in any text parameter (a
+    driver error), SQLite would store it or match nothing."""
+    for n, value in enumerate(values):
+        if value is not None:
+            inputs.text(value, f"{field}[{n}]")
+
+
+def _storable(items: Sequence[MemoryItem]) -> None:
+    for n, item in enumerate(items):
+        refuse_unstorable(f"items[{n}]", (item.id, item.text, item.source, item.task_id))
+        refuse_unstorable(f"items[{n}].cites", item.cites)
+        inputs.json_value(item.metadata, f"items[{n}].metadata")
 
 
 def _params(item: MemoryItem, at: datetime) -> dict[str, object]:

@@ -13,11 +13,12 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
+from ... import inputs
 from ...model import MemoryItem, from_iso, to_iso
 from ..roles import Memories, MemoryFilter
 from ..terms import fts5_query, index_text
@@ -41,11 +42,13 @@ class SQLiteMemories(Memories):
         self._tx, self._read = tx, read
 
     def put_memories(self, items: Sequence[MemoryItem], *, at: datetime) -> int:
+        _storable(items)
         with self._tx() as db:
             put_in(db, items, at=at)
         return len(items)
 
     def get_memories(self, user_id: str, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
+        refuse_unstorable("ids", ids)
         found: dict[str, MemoryItem] = {}
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), 500):
@@ -70,6 +73,7 @@ class SQLiteMemories(Memories):
     def latest_memories(
         self, user_id: str, namespace: str, *, task_id: str | None = None, limit: int
     ) -> list[MemoryItem]:
+        refuse_unstorable("task_id", (task_id,))
         sql = f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND namespace = ?"
         args: list[object] = [user_id, namespace]
         if task_id is not None:
@@ -87,6 +91,7 @@ class SQLiteMemories(Memories):
         k: int,
         where: MemoryFilter | None = None,
     ) -> list[tuple[str, float]]:
+        refuse_unstorable("terms", terms)
         if not terms or k < 1:
             return []
         match = (
@@ -255,6 +260,8 @@ def _bump(db: sqlite3.Connection, touched: set[tuple[str, str]]) -> None:
 
 
 def _filter(where: MemoryFilter) -> tuple[str, list[object]]:
+    refuse_unstorable("where.sources", where.sources)
+    refuse_unstorable("where.task_ids", where.task_ids)
     sql, args = "", list[object]()
     if where.since is not None:
         sql += " AND m.at >= ?"
@@ -281,6 +288,22 @@ def _row(item: MemoryItem, at: datetime | None) -> tuple[object, ...]:
         item.task_id,
         json.dumps(data, separators=(",", ":"), ensure_ascii=False),
     )
+
+
+def refuse_unstorable(field: str, values: Iterable[str | None]) -> None:
+    """Refuse text no backend can take (a NUL, a lone surrogate) as InvalidInput naming
+    ``field``, alike on every backend: PostgreSQL rejects a NUL in any text parameter (a
+    driver error), SQLite would store it or match nothing."""
+    for n, value in enumerate(values):
+        if value is not None:
+            inputs.text(value, f"{field}[{n}]")
+
+
+def _storable(items: Sequence[MemoryItem]) -> None:
+    for n, item in enumerate(items):
+        refuse_unstorable(f"items[{n}]", (item.id, item.text, item.source, item.task_id))
+        refuse_unstorable(f"items[{n}].cites", item.cites)
+        inputs.json_value(item.metadata, f"items[{n}].metadata")
 
 
 def _item(row: Sequence[Any]) -> MemoryItem:

@@ -53,7 +53,7 @@ from ..turn_memory import Remember
 from ..work_rows import WORK_COLUMNS, claimable, work_item
 from ..work_rows import worker_status as _worker_status
 from .connection import statements
-from .files import check_tables, connect, finish, rollback, translated
+from .files import check_pages, check_tables, connect, finish, rollback, translated
 from .memories import SQLiteMemories
 from .remembered import remember_in
 from .working import SQLiteWorkingMemory
@@ -102,6 +102,7 @@ class SQLiteStore(Backend, SchemaAdmin):
         self._db.execute("PRAGMA busy_timeout = 60000")
         try:
             check_tables(self._db, self.path)  # another application's file: before any write
+            check_pages(self._db, self.path)  # a damaged page: before any write too
             self._use_wal()
             self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             self._schema = _Schema(self)
@@ -125,11 +126,11 @@ class SQLiteStore(Backend, SchemaAdmin):
                 time.sleep(0.005)
 
     def schema_status(self) -> schema.SchemaStatus:
-        with self._lock:
+        with self._lock, translated(self.path):
             return schema.status(self._schema)
 
     def upgrade_schema(self) -> list[schema.SchemaStep]:
-        with self._lock:
+        with self._lock, translated(self.path):
             return schema.upgrade(self._schema)
 
     @contextmanager
@@ -144,13 +145,13 @@ class SQLiteStore(Backend, SchemaAdmin):
             finish(self._db)
 
     def _read(self, sql: str, args: Sequence[object] = ()) -> list[tuple[object, ...]]:
-        with self._lock:
+        with self._lock, translated(self.path):  # a damaged page read: typed, as in a write
             return self._db.execute(sql, args).fetchall()
 
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:
         """Several reads that see one committed state (a read transaction: no lock, no sync)."""
-        with self._lock:
+        with self._lock, translated(self.path):
             self._db.execute("BEGIN")
             try:
                 yield self._db
@@ -489,7 +490,7 @@ class SQLiteStore(Backend, SchemaAdmin):
             raise NotFound(f"no session {session.id} for user {session.user_id}")
 
     def get_session(self, session_id: str, scope: Scope) -> Session | None:
-        with self._lock:
+        with self._lock, translated(self.path):
             return _session(self._db, session_id, scope)
 
     @staticmethod
