@@ -136,9 +136,13 @@ _NOT_IN_ID = (
 """Every control (Cc), format (Cf), separator (Zs, Zl, Zp) and private-use (Co) character of
 Unicode 14, and the space: what an id may not hold (but the space between words). Surrogates
 (Cs) are refused before, as in any text; one class serves :func:`identifier` and schemas."""
-TEXT_PATTERN = r"^[^\x00]*[^\s\x00][^\x00]*$"
+TEXT_PATTERN = (
+    r"^[^\x00]*[^\x00\x09-\x0d \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    r"[^\x00]*$"
+)
 """Text as a schema states it: something besides white space, and no NUL (which no
-backend stores); its length limit is :func:`max_text`."""
+backend stores); its length limit is :func:`max_text`. White space is spelled out (Unicode's
+White_Space), not ``\\s``, which Python, Rust and ECMA-262 each read differently."""
 ID_PATTERN = f"^[^ {_NOT_IN_ID}](?:[^{_NOT_IN_ID}]*[^ {_NOT_IN_ID}])?$"
 """The id rule as a regular expression, for schemas (OpenAPI): Python's ``re`` and the Rust
 regex of pydantic-core read it the same way."""

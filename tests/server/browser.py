@@ -146,3 +146,26 @@ def watched(page: Any) -> list[str]:
     crashes: list[str] = []
     page.on("pageerror", lambda err: crashes.append(str(err)))
     return crashes
+
+
+_REPORT_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", (e) =>
+  window.__cspViolation(`${e.effectiveDirective} refused ${e.blockedURI || "inline"}`
+    + ` (${e.sourceFile || "the page"}:${e.lineNumber})`));
+"""
+
+
+def csp_watched(page: Any) -> list[str]:
+    """The list fills with every Content-Security-Policy violation of the page, from its
+    ``securitypolicyviolation`` events and the console (a worker's too), from now on and
+    across navigations; a test of a page that must run under its policy asserts it empty."""
+    violations: list[str] = []
+    page.expose_function("__cspViolation", lambda said: violations.append(f"event: {said}"))
+    page.add_init_script(_REPORT_VIOLATIONS)
+
+    def said(message: Any) -> None:
+        if "Content Security Policy" in message.text:
+            violations.append(f"console: {message.text}")
+
+    page.on("console", said)
+    return violations

@@ -12,6 +12,11 @@ An operator's admin key sees the Operators panel (GET /v1/builds and /v1/workers
 server's own Build and process, the open Task pinned to that Build and, once it ends, that
 the Build may retire; a user's key never sees the panel.
 
+Every page runs under its Content-Security-Policy (server/headers.py): the dashboard's flows
+end asserting the page reported no violation, and that the key was kept in the tab's
+sessionStorage only (never localStorage, not in another tab). Swagger UI and ReDoc run under
+theirs too, and a page of another origin cannot frame any of them.
+
 Never ``playwright install``: only the system Chromium is used. Without it the test skips;
 under ``CI=true`` it fails instead, so CI cannot pass by skipping.
 """
@@ -35,6 +40,7 @@ from tests.server.browser import (
     CHROMIUM_ARGS,
     WAIT_MS,
     Server,
+    csp_watched,
     need_a_browser,
     serving,
     watched,
@@ -62,8 +68,10 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            tabs = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = tabs.new_page()
             crashes = watched(page)
+            violations = csp_watched(page)  # the whole flow runs under the page's strict CSP
 
             def shot(name: str, *, full_page: bool = True) -> None:
                 page.screenshot(path=shots / f"{name}.png", full_page=full_page)
@@ -78,9 +86,13 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
                 expect(answers.last).to_contain_text(reply)
                 expect(page.locator("#chat-input")).to_be_enabled()
 
-            # 1. Sign in with the key.
+            # 1. Sign in with the key. A key an older dashboard left in localStorage is
+            # dropped, not used.
             page.goto(server.url + "/")
+            page.evaluate(f"localStorage.setItem('relaystate.key', {key['api_key']!r})")
+            page.reload()
             expect(page.locator("#sign-in-panel")).to_be_visible()
+            assert page.evaluate("localStorage.getItem('relaystate.key')") is None
             shot("01-sign-in")
             page.fill("#key-input", "rsk_wrong_key")
             page.click("#sign-in")
@@ -90,6 +102,16 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
             expect(page.locator("#user-id")).to_have_text("alice")
             expect(page.locator("#error-banner")).to_be_hidden()
             expect(page.locator("#chat-panel")).to_be_visible()
+            # The key is kept in this tab's sessionStorage only: nowhere in localStorage,
+            # and another tab of the same browser is not signed in.
+            kept: Any = page.evaluate("[JSON.stringify(localStorage), sessionStorage.length]")
+            assert key["api_key"] not in kept[0] and kept[1] == 1, kept
+            assert page.evaluate("sessionStorage.getItem('relaystate.key')") == key["api_key"]
+            other = tabs.new_page()  # another tab of the same browser profile
+            other.goto(server.url + "/")
+            expect(other.locator("#sign-in-panel")).to_be_visible()
+            expect(other.locator("#whoami")).to_be_hidden()
+            other.close()
             shot("02-signed-in")
 
             # 2. Two turns: the Task collects its slots and asks for confirmation.
@@ -239,7 +261,8 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
             expect(dropped.filter(has_text="over budget").first).to_be_visible()
             shot("11-context-100")
 
-            # 8. A reload continues: the key, the Session's messages, the open Task.
+            # 8. A reload continues (the tab's sessionStorage): the key, the Session's
+            # messages, the open Task.
             page.reload()
             expect(page.locator("#user-id")).to_have_text("alice")
             expect(page.locator("#chat-log .msg")).to_have_count(6)
@@ -280,9 +303,12 @@ def test_dashboard_books_a_flight_across_a_server_restart(server: Server, tmp_pa
             # 9. Sign out forgets the key.
             page.click("#sign-out")
             expect(page.locator("#sign-in-panel")).to_be_visible()
-            stored: Any = page.evaluate("localStorage.getItem('relaystate.key')")
-            assert stored is None
+            stored: Any = page.evaluate(
+                "[localStorage.getItem('relaystate.key'), sessionStorage.getItem('relaystate.key')]"
+            )
+            assert stored == [None, None], stored
             assert crashes == [], f"uncaught errors in the page: {crashes}"
+            assert violations == [], f"the page broke its Content-Security-Policy: {violations}"
         finally:
             browser.close()
     server.stop()
@@ -330,6 +356,7 @@ def test_operators_panel_shows_builds_and_workers_to_an_admin_key_only(tmp_path:
             try:
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
                 crashes = watched(page)
+                violations = csp_watched(page)
                 asked: list[str] = []  # every /v1/builds and /v1/workers request, in order
                 page.on(
                     "request",
@@ -470,6 +497,7 @@ def test_operators_panel_shows_builds_and_workers_to_an_admin_key_only(tmp_path:
                 assert asked[since:] == [], asked[since:]
                 expect(page.locator("#error-banner")).to_be_hidden()
                 assert crashes == [], f"uncaught errors in the page: {crashes}"
+                assert violations == [], f"the page broke its CSP: {violations}"
             finally:
                 browser.close()
         server.stop()
@@ -529,3 +557,56 @@ def test_a_turn_whose_answer_is_lost_is_sent_again_with_its_key(server: Server) 
     with urllib.request.urlopen(request, timeout=10) as answer:
         messages = json.loads(answer.read())["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant"], messages
+
+
+def test_docs_run_under_their_policy_and_no_other_site_may_frame_a_page(server: Server) -> None:
+    """Swagger UI draws the API and tries a call with no violation of its strict policy;
+    ReDoc draws it with one refusal, by design: the logo its bundle names on Redocly's CDN.
+    A page of another origin that frames the dashboard, the docs or a JSON answer gets an
+    error page in each frame."""
+    need_a_browser()
+    from playwright.sync_api import expect, sync_playwright
+
+    server.start()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            crashes = watched(page)
+            violations = csp_watched(page)
+
+            page.goto(server.url + "/docs")
+            health = page.locator(".opblock", has_text="/healthz")
+            health.locator(".opblock-summary").click()
+            health.get_by_role("button", name="Try it out").click()
+            health.get_by_role("button", name="Execute").click()
+            answered = health.locator(".live-responses-table")
+            expect(answered.locator("tbody .response-col_status")).to_have_text("200")
+            expect(answered).to_contain_text('"status": "ok"')
+            assert violations == [], f"Swagger UI broke its CSP: {violations}"
+
+            page.goto(server.url + "/redoc")
+            expect(page.locator("h1").first).to_contain_text("relaystate")
+            page.get_by_placeholder("Search...").fill("healthz")
+            expect(page.locator("[role=search] li").first).to_contain_text("Healthz")
+            logo = "event: img-src refused https://cdn.redoc.ly/"
+            for _ in range(100):  # the logo's refusal is reported as its footer renders
+                if any(v.startswith(logo) for v in violations):
+                    break
+                page.wait_for_timeout(100)
+            assert any(v.startswith(logo) for v in violations), violations
+            refused = [v for v in violations if "https://cdn.redoc.ly/" not in v]
+            assert refused == [], f"ReDoc broke its CSP: {violations}"
+            assert crashes == [], crashes
+
+            # Framed by another origin (a page of its own, about:blank's opaque origin).
+            framing = browser.new_page()
+            paths = ["/", "/docs", "/redoc", "/healthz"]
+            frames = "".join(f'<iframe src="{server.url}{p}"></iframe>' for p in paths)
+            framing.set_content(f"<!doctype html><body>{frames}</body>")
+            framing.wait_for_load_state("load")
+            inside = [f.url for f in framing.frames if f != framing.main_frame]
+            assert len(inside) == len(paths), inside
+            assert all(url.startswith("chrome-error://") for url in inside), inside
+        finally:
+            browser.close()

@@ -193,8 +193,10 @@ def test_a_task_page_in_the_users_language_with_its_owner_for_an_operator(
             assert "#/tasks/" not in page.url, page.url
             page.go_forward()
             expect(task_page).to_have_attribute("data-task-id", flight)
-            direct = context.new_page()  # the key is remembered by the browser
+            direct = context.new_page()  # a new tab: the key is the other tab's alone
             direct.goto(f"{server.url}/#/tasks/{flight}")
+            direct.fill("#key-input", alice)
+            direct.click("#sign-in")
             expect(direct.locator("#task-page")).to_have_attribute("data-task-id", flight)
             expect(direct.locator("#task-page")).to_have_attribute("data-status", "done")
             direct.close()

@@ -4,13 +4,14 @@ keys): what the people who deploy relaystate run."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import signal
 import socket
 import sys
 from typing import Any
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
 from . import durability
 from .options import Options, app_parser, scope_for, seconds, store_parser
 
@@ -142,6 +143,7 @@ def _run(ns: argparse.Namespace, rt: Any, listening: socket.socket) -> None:
     import uvicorn
 
     from ..server import create_app
+    from ..server.protocol import uvicorn_options
     from ..workers.presence import Presence
     from .memory import embedder
 
@@ -159,6 +161,7 @@ def _run(ns: argparse.Namespace, rt: Any, listening: socket.socket) -> None:
         port=ns.port,
         log_level="warning",
         timeout_graceful_shutdown=max(1, round(ns.grace)),
+        **uvicorn_options(),  # what uvicorn refuses itself is answered in JSON too
     )
     try:
         # SIGTERM: stop accepting, finish requests in flight, exit. Open event
@@ -203,7 +206,9 @@ def _demo_key(rt: Any) -> str:
     operator = Scope.admin("serve")
     for old in rt.api_keys(operator, DEMO_USER):
         if old.name == SERVE_KEY and old.active:
-            rt.revoke_api_keys(operator, key_id=old.id)
+            # another serve starting at the same moment may have revoked it first
+            with contextlib.suppress(NotFound):
+                rt.revoke_api_keys(operator, key_id=old.id)
     _, secret = issue(rt, operator, DEMO_USER, name=SERVE_KEY, admin=False, now=rt.clock())
     return str(secret)
 

@@ -27,7 +27,7 @@ from ..memory.embed import Embedder
 from ..memory.recorder import MemoryLayers, Recorder
 from ..runtime.runtime import Runtime
 from ..scope import Scope
-from . import apidocs, errors, events, fleet, memory, openapi, routes
+from . import apidocs, encoding, errors, events, fleet, headers, memory, openapi, routes
 from .limits import BodyLimit, RateLimiter, Receive, Send
 from .limits import Scope as AsgiScope
 from .metrics import Metrics
@@ -90,6 +90,8 @@ def create_app(
     _dashboard(app)
     app.add_middleware(_Counted, metrics=state.metrics)
     app.add_middleware(BodyLimit, max_body=max_body)
+    app.add_middleware(encoding.Utf8Only)  # before any route reads the path
+    headers.install(app)  # outermost: every response, a 500 too
     return app
 
 

@@ -2,7 +2,9 @@
 
 The rate limit is a token bucket per API key, in the server process: ``rate`` requests a
 second on average, bursts up to ``burst``. Over it, a request gets 429 with ``Retry-After``.
-Bodies over ``max_body`` bytes get 413 before they are read into memory.
+Bodies over ``max_body`` bytes get 413 before they are read into memory: by their
+``Content-Length``, or, for a streamed (chunked) body, as soon as the bytes that came in
+pass the limit (the rest is never held).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from starlette.exceptions import HTTPException
 
 from .errors import body
 
@@ -51,7 +55,12 @@ def retry_after(seconds: float) -> str:
 
 class BodyLimit:
     """ASGI middleware: a body larger than ``max_body`` bytes is refused with 413, by its
-    Content-Length when given, else while it streams in."""
+    Content-Length when given, else while it streams in.
+
+    A streamed body over the limit raises :class:`_TooLarge` (an HTTPException) from the
+    app's ``receive``: FastAPI lets an HTTPException from reading the body through (any other
+    error there becomes its 400 "error parsing the body"), and the app's handler answers it
+    in the JSON error body; if nothing did, this middleware answers it itself."""
 
     def __init__(self, app: ASGIApp, max_body: int) -> None:
         self.app, self.max_body = app, max_body
@@ -66,6 +75,7 @@ class BodyLimit:
             await _too_large(send, self.max_body)
             return
         seen = 0
+        started = False
 
         async def limited() -> MutableMapping[str, Any]:
             nonlocal seen
@@ -73,23 +83,35 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_body:
-                    raise _TooLarge
+                    raise _TooLarge(self.max_body)
             return message
 
+        async def sending(message: MutableMapping[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         try:
-            await self.app(scope, limited, send)
+            await self.app(scope, limited, sending)
         except _TooLarge:
+            if started:  # the app answered before it read the body out: that answer stands
+                raise
             await _too_large(send, self.max_body)
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(HTTPException):
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, _message(limit))
+
+
+def _message(limit: int) -> str:
+    return f"the request body is over {limit:,} bytes"
 
 
 async def _too_large(send: Send, limit: int) -> None:
     import json
 
-    payload = json.dumps(body("too_large", f"the request body is over {limit:,} bytes")).encode()
+    payload = json.dumps(body("too_large", _message(limit))).encode()
     await send(
         {
             "type": "http.response.start",

@@ -14,7 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
 
 from ..errors import NotFound
-from ..inputs import DEFAULT_MAX_TEXT, ID_PATTERN, MAX_ID, REQUEST_KEY, TEXT_PATTERN
+from ..inputs import DEFAULT_MAX_TEXT, ID_PATTERN, MAX_COUNT, MAX_ID, REQUEST_KEY, TEXT_PATTERN
 from ..memory.recorder import CONVERSATION
 from ..model import OPEN_TASK_STATUSES, ApiKey, TaskState, TaskStatus
 from ..runtime.narrate import task_type
@@ -126,7 +126,9 @@ class Say(_Body):
 
 class Confirmation(_Body):
     yes: StrictBool
-    version: int | None = Field(None, ge=1, description="The task version the user was shown")
+    version: int | None = Field(
+        None, ge=1, le=MAX_COUNT, description="The task version the user was shown"
+    )
 
 
 class SlotValues(_Body):

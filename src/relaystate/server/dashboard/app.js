@@ -1,9 +1,13 @@
 // relaystate dashboard: plain JS, no build step. It talks to the /v1 API with the user's key
-// (Authorization: Bearer), keeps the key and the chat's Session id in localStorage, and
-// follows the open Task through server-sent events.
+// (Authorization: Bearer), keeps the key in sessionStorage (this tab only, forgotten when
+// it closes, not left for every later page of this origin to read), the chat's Session id
+// and the language in localStorage, and follows the open Task through server-sent events.
+// It runs under a strict Content-Security-Policy (server/headers.py): no inline script or
+// style, no eval, no style attribute (classes, or element.style from script).
 "use strict";
 
 const KEY_STORE = "relaystate.key";
+localStorage.removeItem(KEY_STORE); // where an older dashboard kept it
 const SESSION_STORE = "relaystate.session";
 const LANG_STORE = "relaystate.lang";
 
@@ -50,7 +54,7 @@ const WORDS = {
     contextHint: "下一轮对话从记忆中取得的提示，以及取舍原因",
     history: "历史", language: "语言", session: "会话", conversation: "对话记录", message: "消息", signIn: "登录",
     apiKey: "API 密钥",
-    keyHint: "用 relaystate users create NAME 创建密钥；relaystate serve 会为用户 demo 打印一个。密钥只保存在本浏览器（localStorage）。",
+    keyHint: "用 relaystate users create NAME 创建密钥；relaystate serve 会为用户 demo 打印一个。密钥只保存在当前标签页（sessionStorage），关闭标签页即被清除。",
     attempts: "尝试次数", idempotencyKey: "幂等键", output: "输出", checks: "（另核对 {n} 次）",
     programmingError: "操作自身代码出错（不会重试）：",
   },
@@ -68,7 +72,7 @@ function t(key, values = {}) {
 }
 
 const state = {
-  key: localStorage.getItem(KEY_STORE),
+  key: sessionStorage.getItem(KEY_STORE),
   me: null,
   sessionId: localStorage.getItem(SESSION_STORE),
   tasks: [],
@@ -347,7 +351,7 @@ async function signIn(key) {
   const me = await api("GET", "/v1/me", undefined, key);
   state.key = key;
   state.me = me;
-  localStorage.setItem(KEY_STORE, key);
+  sessionStorage.setItem(KEY_STORE, key);
   $("#user-id").textContent = me.user_id + (me.admin ? " (admin)" : "");
   $("#whoami").hidden = false;
   $("#sign-in-panel").hidden = true;
@@ -366,7 +370,7 @@ function signOut(reason) {
   closeTask();
   state.key = null;
   state.me = null;
-  localStorage.removeItem(KEY_STORE);
+  sessionStorage.removeItem(KEY_STORE);
   setSession(null); // the Session is the signed-out user's: the next one starts its own
   state.tasks = [];
   $("#whoami").hidden = true;
