@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-stamp
 PYTHON  ?= python3
 
-.PHONY: demo test bench bench-compare lint docs clean
+.PHONY: demo test torture bench bench-compare lint docs clean
 COMPARE := .venv-compare
 COMPARE_STAMP := $(COMPARE)/.installed-stamp
 
@@ -31,6 +31,10 @@ demo: $(STAMP)  ## the main job: a scripted walk-through on embedded SQLite, the
 test: $(STAMP)  ## the whole test suite (apt-installs what its tests need where it can)
 	@tools/test-deps.sh
 	$(VENV)/bin/pytest
+
+torture: $(STAMP)  ## a fleet of API and worker hosts (network namespaces, root) over a replicated PostgreSQL through failover, partitions, clock skew and kills; then the history checker (a few minutes)
+	@tools/test-deps.sh
+	RELAYSTATE_TORTURE=1 $(VENV)/bin/pytest tests/fleet/test_torture.py -s
 
 bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores side by side; understanding; HTTP API load: turns/s vs /healthz, 50 clients; a served turn vs one durable insert a request (wrk); memory: LoCoMo retrieval, updates in the context, context latency at 100,000 memories, Chinese retrieval; a rolling upgrade under load behind nginx (BENCH_ARGS=--quick)
 	@tools/test-deps.sh

@@ -258,6 +258,7 @@ CALLS: dict[str, Callable[[Runtime, Any, str], Any]] = {
     "live_session": lambda rt, s, t: rt.live_session(s, "s1"),
     "schema_status": lambda rt, s, t: rt.schema_status(s),
     "upgrade_schema": lambda rt, s, t: rt.upgrade_schema(s),
+    "durability_warnings": lambda rt, s, t: rt.durability_warnings(s),
     "action": lambda rt, s, t: rt.action(s, "a1"),
     "add_api_key": lambda rt, s, t: rt.add_api_key(s, ApiKey("k1", "alice", "k", False, "h", T0)),
     "api_keys": lambda rt, s, t: rt.api_keys(s),
@@ -337,7 +338,11 @@ def test_another_user_can_neither_list_nor_join_a_session(owned: tuple[Runtime, 
 
 
 @pytest.mark.parametrize(
-    "name", ["resolve", "rerun", "unpin", "compact", "recover", "schema_status", "upgrade_schema"]
+    "name",
+    [
+        *("resolve", "rerun", "unpin", "compact", "recover", "schema_status"),
+        *("upgrade_schema", "durability_warnings"),
+    ],
 )
 def test_operator_work_needs_an_admin_scope(owned: tuple[Runtime, str], name: str) -> None:
     from relaystate import ScopeError

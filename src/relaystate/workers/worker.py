@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from ..actions.leases import lease_expired
-from ..errors import MigrationFailed, NotFound, OtherBuild, TaskTooNew
+from ..errors import (
+    MigrationFailed,
+    NotFound,
+    OtherBuild,
+    StoreUnavailable,
+    TaskTooNew,
+    TemplateMismatch,
+)
 from ..model import TaskState, WorkItem
 from ..runtime import work
 from ..runtime.runtime import Runtime
@@ -119,9 +126,16 @@ class Worker:
         except OtherBuild as exc:  # pinned elsewhere, or an action running elsewhere
             outcome = f"left: {exc}"
             retry_at = exc.until or rt.clock() + LEFT_ALONE
-        except (MigrationFailed, NotFound) as exc:  # marked for a person, or gone
+        except (MigrationFailed, NotFound, TemplateMismatch) as exc:
+            # marked for a person, gone, or made by another definition of its template
             outcome = f"left: {exc}"
             retry_at = rt.clock() + LEFT_ALONE
+        except StoreUnavailable as exc:  # the database away (a failover): no traceback
+            log.warning("task %s: the store is away: %s", item.task_id, exc)
+            outcome = f"error: {type(exc).__name__}: {exc}"
+            with self._lock:
+                self.report.errors += 1
+            retry_at = rt.clock() + RETRY_AFTER_ERROR
         except Exception as exc:
             log.exception("task %s: drive failed", item.task_id)
             outcome = f"error: {type(exc).__name__}: {exc}"

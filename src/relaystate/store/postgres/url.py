@@ -26,6 +26,16 @@ from ...errors import StoreURLError
 
 DEFAULT_POOL_SIZE = 10
 POOLERS = ("none", "transaction")
+TCP_DEFAULTS = {
+    "keepalives": "1",
+    "keepalives_idle": "5",
+    "keepalives_interval": "2",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "15000",
+}
+"""libpq options set unless the URL sets them: a connection into a network partition is
+known dead within about 20 s (an idle one by keepalives, one with a statement in flight by
+tcp_user_timeout) instead of the kernel's 15 minutes of retransmissions."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +75,10 @@ class PostgresURL:
                         f"store URL option pooler must be one of {', '.join(POOLERS)}: {value!r}"
                     )
                 pooler = value
-        kept = urlencode([(k, v) for k, v in options if k not in ("pool_size", "pooler")])
+        kept_options = [(k, v) for k, v in options if k not in ("pool_size", "pooler")]
+        named = {k for k, _ in kept_options}
+        kept_options += [(k, v) for k, v in TCP_DEFAULTS.items() if k not in named]
+        kept = urlencode(kept_options)
         return cls(urlunsplit(parts._replace(query=kept)), size, pooler)
 
 
