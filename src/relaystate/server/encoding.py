@@ -8,10 +8,9 @@ the bytes the client sent (``raw_path``, ``query_string``), not from their decod
 
 from __future__ import annotations
 
-import json
 from urllib.parse import unquote_to_bytes
 
-from .errors import body
+from . import errors
 from .limits import ASGIApp, Receive, Scope, Send
 
 
@@ -51,15 +50,4 @@ def _utf8(raw: bytes) -> bool:
 
 async def _refuse(send: Send, what: str) -> None:
     message = f"{what} is not valid UTF-8 once percent-decoded (%XX must spell UTF-8 bytes)"
-    payload = json.dumps(body("bad_request", message)).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 400,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
+    await errors.send(send, 400, "bad_request", message)

@@ -4,6 +4,7 @@ store is away, and 500 only for a bug (logged with its traceback, shown without 
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import Any
@@ -108,6 +109,14 @@ class ApiError(Exception):
 
 def body(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
+
+
+async def send(asgi_send: Any, status: int, code: str, message: str) -> None:
+    """The JSON error answered straight from an ASGI middleware (before any route)."""
+    payload = json.dumps(body(code, message)).encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(payload))]
+    await asgi_send({"type": "http.response.start", "status": status, "headers": head})
+    await asgi_send({"type": "http.response.body", "body": payload})
 
 
 def response(status: int, code: str, message: str, **headers: str) -> JSONResponse:

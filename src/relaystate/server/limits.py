@@ -18,7 +18,7 @@ from typing import Any
 
 from starlette.exceptions import HTTPException
 
-from .errors import body
+from . import errors
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -109,17 +109,4 @@ def _message(limit: int) -> str:
 
 
 async def _too_large(send: Send, limit: int) -> None:
-    import json
-
-    payload = json.dumps(body("too_large", _message(limit))).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
+    await errors.send(send, 413, "too_large", _message(limit))

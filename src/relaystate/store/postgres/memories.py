@@ -4,16 +4,16 @@ ranked by ``ts_rank``; vectors as float32 ``bytea``, searched in the process lik
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from ... import inputs
 from ...model import MemoryItem
 from ..roles import Memories, MemoryFilter
+from ..storable import refuse_unstorable, storable_items
 from ..terms import index_text
 from .connections import Conn
 
@@ -48,7 +48,7 @@ class PostgresMemories(Memories):
             return conn.execute(sql, args).fetchall()
 
     def put_memories(self, items: Sequence[MemoryItem], *, at: datetime) -> int:
-        _storable(items)
+        storable_items(items)
         touched = sorted({(i.user_id, i.namespace) for i in items})
         with self._connection() as conn, conn.transaction():
             for item in items:
@@ -190,22 +190,6 @@ def _filter(where: MemoryFilter) -> tuple[str, list[object]]:
             sql += f" AND m.{column} = ANY(%s)"
             args.append(list(values))
     return sql, args
-
-
-def refuse_unstorable(field: str, values: Iterable[str | None]) -> None:
-    """Refuse text no backend can take (a NUL, a lone surrogate) as InvalidInput naming
-    ``field``, alike on every backend: PostgreSQL rejects a NUL in any text parameter (a
-    driver error), SQLite would store it or match nothing."""
-    for n, value in enumerate(values):
-        if value is not None:
-            inputs.text(value, f"{field}[{n}]")
-
-
-def _storable(items: Sequence[MemoryItem]) -> None:
-    for n, item in enumerate(items):
-        refuse_unstorable(f"items[{n}]", (item.id, item.text, item.source, item.task_id))
-        refuse_unstorable(f"items[{n}].cites", item.cites)
-        inputs.json_value(item.metadata, f"items[{n}].metadata")
 
 
 def _params(item: MemoryItem, at: datetime) -> dict[str, object]:

@@ -13,14 +13,14 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
-from ... import inputs
 from ...model import MemoryItem, from_iso, to_iso
 from ..roles import Memories, MemoryFilter
+from ..storable import refuse_unstorable, storable_items
 from ..terms import fts5_query, index_text
 from .connection import Read, Tx, statements
 
@@ -42,7 +42,7 @@ class SQLiteMemories(Memories):
         self._tx, self._read = tx, read
 
     def put_memories(self, items: Sequence[MemoryItem], *, at: datetime) -> int:
-        _storable(items)
+        storable_items(items)
         with self._tx() as db:
             put_in(db, items, at=at)
         return len(items)
@@ -288,22 +288,6 @@ def _row(item: MemoryItem, at: datetime | None) -> tuple[object, ...]:
         item.task_id,
         json.dumps(data, separators=(",", ":"), ensure_ascii=False),
     )
-
-
-def refuse_unstorable(field: str, values: Iterable[str | None]) -> None:
-    """Refuse text no backend can take (a NUL, a lone surrogate) as InvalidInput naming
-    ``field``, alike on every backend: PostgreSQL rejects a NUL in any text parameter (a
-    driver error), SQLite would store it or match nothing."""
-    for n, value in enumerate(values):
-        if value is not None:
-            inputs.text(value, f"{field}[{n}]")
-
-
-def _storable(items: Sequence[MemoryItem]) -> None:
-    for n, item in enumerate(items):
-        refuse_unstorable(f"items[{n}]", (item.id, item.text, item.source, item.task_id))
-        refuse_unstorable(f"items[{n}].cites", item.cites)
-        inputs.json_value(item.metadata, f"items[{n}].metadata")
 
 
 def _item(row: Sequence[Any]) -> MemoryItem:
