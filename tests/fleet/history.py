@@ -43,7 +43,15 @@ class Op:
 @dataclass
 class History:
     ops: list[Op] = field(default_factory=list)
+    kinds: Counter[str] = field(default_factory=Counter)
+    """Each failed try by what it was: the API's error code, else the exception's class."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def failed(self, op: Op, exc: Exception) -> None:
+        with self._lock:
+            op.failures += 1
+            op.error = f"{type(exc).__name__}: {exc}"[:200]
+            self.kinds[str(getattr(exc, "code", "") or type(exc).__name__)] += 1
 
     def add(self, op: Op) -> None:
         with self._lock:

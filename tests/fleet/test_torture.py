@@ -132,8 +132,7 @@ def _said(client: Client, history: History, op: Op) -> Op:
         try:
             turn = client.say(op.session, op.text, key=op.key)
         except Exception as exc:  # refused, timed out, 503: the same key again
-            op.failures += 1
-            op.error = f"{type(exc).__name__}: {exc}"[:200]
+            history.failed(op, exc)
             time.sleep(0.5)
             continue
         op.error, op.ended = None, time.monotonic()
@@ -308,6 +307,7 @@ def test_the_fleet_survives_failover_partitions_skew_and_kills(fleet: Fleet) -> 
         "lost_turns": len(verdict.lost_turns),
         "stuck": len(verdict.stuck),
         "seconds_to_quiet_after_load": round(quiet, 1),
+        "failed_tries_by_kind": dict(history.kinds),
         "faults": rows,
     }
     print("\ntorture:", json.dumps(report, indent=1))
@@ -315,6 +315,7 @@ def test_the_fleet_survives_failover_partitions_skew_and_kills(fleet: Fleet) -> 
         Path(os.environ["RELAYSTATE_TORTURE_REPORT"]).write_text(json.dumps(report, indent=1))
     assert verdict.acknowledged > 50
     assert verdict.problems == {}, verdict.problems
+    assert history.kinds["internal"] == 0, history.kinds  # never a 500, a driver error
 
 
 def _up(base: str) -> bool:
@@ -388,8 +389,9 @@ def test_one_host_on_sqlite_survives_sigkills(tmp_path: Path) -> None:
     print(
         f"\ntorture sqlite: {verdict.acknowledged} turns acknowledged, {verdict.tasks} Tasks,"
         f" {verdict.done} done, {len(verdict.duplicate_effects)} duplicate effects;"
-        f" serving again after each SIGKILL: {kills} s",
+        f" serving again after each SIGKILL: {kills} s; failed tries: {dict(history.kinds)}",
         flush=True,
     )
     assert verdict.acknowledged > 50
     assert verdict.problems == {}, verdict.problems
+    assert history.kinds["internal"] == 0, history.kinds
