@@ -66,7 +66,8 @@ def import_items(ns: argparse.Namespace) -> None:
     opts = Options.parse(ns)
     with opts.runtime(create=True, templates=False) as rt:
         memory = _memory(rt, ns.embedder)
-        with Progress(transient=True, disable=opts.as_json) as bar:
+        # a bar on a terminal only: piped, it would leave a blank line in the output
+        with Progress(transient=True, disable=opts.as_json or not sys.stdout.isatty()) as bar:
             task = bar.add_task("importing", total=len(items))
             memory.add(scope, ns.namespace, items, progress=lambda n: bar.advance(task, n))
             layers = bar.add_task("conversation layers", total=None)
@@ -187,5 +188,9 @@ def _item(line: str, n: int, path: Path, ns: argparse.Namespace) -> MemoryItem:
 def _query(line: str, n: int, path: Path) -> tuple[str, str]:
     value = _json(line, n, path)
     if not isinstance(value.get("id"), str) or not isinstance(value.get("text"), str):
-        raise InvalidInput(f"{path} line {n}", "needs 'id' and 'text' (text)")
+        raise InvalidInput(
+            f"{path} line {n}",
+            'a query line is {"id": "q1", "text": "where do I live?"} (both text; '
+            f"this one has {', '.join(sorted(value)) or 'no fields'})",
+        )
     return value["id"], value["text"]
