@@ -87,6 +87,15 @@ def _char(ch: str) -> str:
     return ascii(ch)[1:-1] if not ch.isprintable() else ch
 
 
+def storable(value: object, field: str) -> str:
+    """``value`` if it is text every backend stores as given (no NUL, no lone surrogate),
+    whatever its length: for what a store keeps that no turn typed (a derived document)."""
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"must be text (str), not {_kind(value)}")
+    _unicode(value, field)
+    return value
+
+
 def text(value: object, field: str, *, limit: int | None = None) -> str:
     """``value`` if it is text every backend stores as given; else InvalidInput."""
     if not isinstance(value, str):

@@ -17,7 +17,7 @@ def refuse_unstorable(field: str, values: Iterable[str | None]) -> None:
     """Refuse a NUL or a lone surrogate in any of ``values`` as InvalidInput naming ``field``."""
     for n, value in enumerate(values):
         if value is not None:
-            inputs.text(value, f"{field}[{n}]")
+            inputs.storable(value, f"{field}[{n}]")  # no length limit: layers are long
 
 
 def storable_items(items: Sequence[MemoryItem]) -> None:
