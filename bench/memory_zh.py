@@ -30,6 +30,9 @@ recall@5 by the cross kind's tags; a probe: every query where Chinese touches La
 or digits, searched by keyword as asked and again with a space put at each seam; and where
 hybrid search loses the right first hit of its own vector search, the keyword words that
 carried the item fused into first place.
+
+Then ``memory_zh_scripts``: a question in Traditional, its memory in Simplified (and the
+other way), recall@1 and @5 with the Traditional-to-Simplified fold off and on.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import memory_zh_scripts
 from benchlib import facts_line, machine_facts, make_console, pct, progress_bar, write_json
 from rich.console import Console
 from rich.progress import Progress
@@ -465,6 +469,7 @@ def main() -> None:
             verdicts(console, summary, queries)
         finally:
             rt.close()
+    scripts = memory_zh_scripts.main(console)  # Traditional vs Simplified, before/after
 
     took = time.perf_counter() - started
     console.print(f"took {took:.1f} s")
@@ -477,6 +482,7 @@ def main() -> None:
         "methods": summary,
         "seam_probe": probe,
         "fusion_probe": fusion,
+        "scripts": scripts,
         "ranked": {name: r.ranked for name, r in runs.items()},
     }
     write_json(console, args.json, facts, results, took)

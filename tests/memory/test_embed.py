@@ -77,7 +77,7 @@ def norm(vector: Sequence[float]) -> float:
 def test_hash_embedder_is_an_embedder_named_by_version_and_dimension() -> None:
     embedder = HashEmbedder(128)
     assert isinstance(embedder, Embedder)
-    assert embedder.name == "hash:v1:128"
+    assert embedder.name == "hash:v2:128"
     assert embedder.dimension == 128
     assert HashEmbedder().dimension == 512
     with pytest.raises(ValueError):
@@ -449,9 +449,9 @@ def test_in_memory_cache_drops_the_least_recently_used() -> None:
 
 
 def test_embedder_from_config_reads_specs_and_the_environment() -> None:
-    assert embedder_from_config("hash", environ={}).name == "hash:v1:512"
+    assert embedder_from_config("hash", environ={}).name == "hash:v2:512"
     assert embedder_from_config("hash:128", environ={}).dimension == 128
-    assert embedder_from_config(environ={}).name == "hash:v1:512"  # nothing configured
+    assert embedder_from_config(environ={}).name == "hash:v2:512"  # nothing configured
     assert embedder_from_config(environ={"RELAYSTATE_EMBEDDER": "hash:64"}).dimension == 64
 
     env = {"RELAYSTATE_EMBEDDER_API_KEY": KEY}

@@ -1,5 +1,5 @@
-"""``relaystate memory import|search``: a user's long-term memory from the command line (also
-how retrieval is checked from outside: import a conversation, run its questions)."""
+"""``relaystate memory import|search|reindex``: a user's long-term memory from the command
+line (also how retrieval is checked from outside: import a conversation, run its questions)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,14 @@ def register(commands: Any) -> None:
         "--mode", choices=("hybrid", "keyword", "vector"), default="hybrid", help="(hybrid)"
     )
     p.set_defaults(run=search)
+
+    p = sub.add_parser(
+        "reindex",
+        parents=[store_parser()],
+        help="Rewrite the keyword index of items indexed by an older relaystate (once, after "
+        "upgrading from 0.1: their Traditional Chinese is then found by Simplified).",
+    )
+    p.set_defaults(run=reindex)
 
 
 def import_items(ns: argparse.Namespace) -> None:
@@ -119,6 +127,18 @@ def search(ns: argparse.Namespace) -> None:
                     print(f"{n:>3}. [{hit['id']}] {hit['text']}")
                 if not found:
                     print("No memory matches.")
+
+
+def reindex(ns: argparse.Namespace) -> None:
+    """Every user's items, in batches; safe while the store serves (idempotent)."""
+    opts = Options.parse(ns)
+    with opts.runtime(create=False, templates=False) as rt:
+        memories = rt.stores.memories
+        done = memories.reindex_words() if memories is not None else 0
+    if opts.as_json:
+        opts.emit({"reindexed": done})
+    else:
+        print(f"Reindexed {done:,} items." if done else "Every item's index is up to date.")
 
 
 def embedder(spec: str | None) -> Embedder | None:

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import ConfigError, InvalidInput, RelaystateError
+from ..store.scripts import fold
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +160,8 @@ heavy features moves a cosine by a quarter of what it would with one slot."""
 
 
 def _features(text: str) -> dict[str, float]:
-    """Weighted features: words and their trigrams; CJK characters and character bigrams.
+    """Weighted features: words and their trigrams; CJK characters and character bigrams
+    (Traditional folded to Simplified, as keyword search does, so 頭髮 meets 头发).
 
     A feature seen n times weighs (1 + ln n) times its mean weight: repeating a word in a
     long text should not let that word drown the rest.
@@ -171,7 +173,7 @@ def _features(text: str) -> dict[str, float]:
         weights[feature] = weights.get(feature, 0.0) + weight
         counts[feature] += 1
 
-    for run in _RUN.findall(unicodedata.normalize("NFKC", text).casefold()):
+    for run in _RUN.findall(fold(unicodedata.normalize("NFKC", text).casefold())):
         if _NO_SPACE_RUN.fullmatch(run):
             for ch in run:
                 add("c" + ch, _CHAR_WEIGHT * (0.3 if ch in _STOP_CHARS else 1.0))
@@ -197,7 +199,9 @@ class HashEmbedder:
     ``hash``, so vectors survive restarts. Changing the features must bump ``VERSION``.
     """
 
-    VERSION = 1
+    VERSION = 2
+    """2: Chinese folded to Simplified (a store's v1 vectors are made again, as for any new
+    embedder)."""
     inline = True
     """Cheap enough (about 0.1 ms a text) to make a turn's vectors inside its commit."""
 

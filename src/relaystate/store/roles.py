@@ -473,6 +473,13 @@ class Memories(_Closable, ABC):
         """A number that changes whenever the namespace's items or vectors do (what a
         process-local cache of its vectors is keyed on)."""
 
+    def reindex_words(self, *, batch: int = 500) -> int:
+        """Rewrite the keyword index of every item indexed otherwise than today's
+        :func:`~relaystate.store.terms.index_text` would (items written before Traditional
+        Chinese was folded to Simplified); how many were. Idempotent, safe beside writers.
+        A backend that keeps no index of its own has nothing to do."""
+        return 0
+
 
 class WorkingMemory(_Closable, ABC):
     """Facts and summaries; every call names its user and sees only that user's rows."""

@@ -5,7 +5,8 @@ words: SQLite's ``unicode61`` makes one token of a whole run of Chinese characte
 "北京" never matches "我想去北京玩". Every run of CJK characters is therefore indexed (and
 queried) as its overlapping character bigrams ("我想 想去 去北 北京 京玩"), measured on a small
 Chinese paraphrase test as the best offline method (18 of 20, the trigram tokenizer 10).
-Latin text is left to the index's own tokenizer (porter stemming).
+Latin text is left to the index's own tokenizer (porter stemming). Traditional Chinese is
+folded to Simplified first (:mod:`.scripts`), on index and on query, so 頭髮 finds 头发.
 
 A query is an OR of its words without the stop words: "What did Caroline research?" looks
 for "caroline" or "research"; ranking (BM25) rewards the documents that hold more of them.
@@ -14,6 +15,8 @@ for "caroline" or "research"; ranking (BM25) rewards the documents that hold mor
 from __future__ import annotations
 
 import re
+
+from .scripts import fold
 
 _CJK = (
     "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
@@ -53,15 +56,16 @@ def bigrams(run: str) -> list[str]:
 
 
 def index_text(text: str) -> str:
-    """The text a full-text index holds for ``text``: CJK runs become bigrams."""
-    return CJK_RUN.sub(lambda m: " " + " ".join(bigrams(m.group())) + " ", text)
+    """The text a full-text index holds for ``text``: Traditional folded to Simplified,
+    CJK runs as bigrams."""
+    return CJK_RUN.sub(lambda m: " " + " ".join(bigrams(m.group())) + " ", fold(text))
 
 
 def query_terms(text: str) -> list[str]:
     """The words of a query worth looking for: lower-cased, stop words out, CJK runs as
-    bigrams, each once, in order of appearance."""
+    bigrams (Traditional folded to Simplified), each once, in order of appearance."""
     found: dict[str, None] = {}
-    for match in _WORD.finditer(text):
+    for match in _WORD.finditer(fold(text)):
         word = match.group()
         if CJK_RUN.fullmatch(word):
             for gram in bigrams(word):
@@ -75,8 +79,9 @@ def query_terms(text: str) -> list[str]:
 
 
 def fts5_query(terms: list[str]) -> str:
-    """An FTS5 MATCH expression: any of the terms (each quoted, so no word is an operator)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    """An FTS5 MATCH expression: any of the terms (each quoted, so no word is an operator;
+    folded like the index, for callers that pass their own terms)."""
+    return " OR ".join('"' + fold(t).replace('"', '""') + '"' for t in terms)
 
 
 def node_key(value: object) -> str | None:

@@ -13,6 +13,7 @@ from ..errors import InvalidInput
 from ..model import MemoryItem
 from ..store import Memories, Stores
 from ..store.roles import MemoryFilter
+from ..store.scripts import unfolded
 from ..store.terms import query_terms
 from .fixtures import Conformance, required
 from .records import T0
@@ -89,6 +90,35 @@ class MemoryRoleTests(Conformance):
         assert words(memories, "北京")[0] == "z1"
         assert words(memories, "长城在哪里") == ["z1"]
         assert words(memories, "上海天气")[0] == "z2"
+
+    def test_traditional_and_simplified_chinese_find_each_other(self, memories: Memories) -> None:
+        """Index and query fold Traditional to Simplified; the text stays as written."""
+        written = {
+            "t": "我的頭髮比較乾燥，理髮師建議用護髮乳",
+            "s": "我的护照号码明年到期，要去外交部续办",
+            "m": "ThinkPad 筆記型电脑 on the desk",
+            "e": "Chinese hair care notes",
+        }
+        memories.put_memories([item(i, text) for i, text in written.items()], at=T0)
+        assert words(memories, "头发干燥") == ["t"]  # Simplified finds Traditional
+        assert words(memories, "護照號碼") == ["s"]  # Traditional finds Simplified
+        assert words(memories, "筆記型電腦") == words(memories, "笔记型电脑") == ["m"]
+        assert memories.search_words("alice", "chat", ["頭髮"], k=5)[0][0] == "t"  # own terms
+        assert words(memories, "hair care") == ["e"]
+        got = memories.get_memories("alice", "chat", list(written))
+        assert {m.id: m.text for m in got} == written
+
+    def test_reindex_folds_what_an_older_version_indexed(self, memories: Memories) -> None:
+        with unfolded():  # as relaystate 0.1 indexed it
+            memories.put_memories(
+                [item("old", "臺北的會議中心"), item("en", "a meeting in Taipei")], at=T0
+            )
+        assert words(memories, "台北会议") == []
+        assert memories.reindex_words(batch=1) == 1
+        assert words(memories, "台北会议") == ["old"] and words(memories, "Taipei") == ["en"]
+        assert memories.reindex_words() == 0  # idempotent
+        [kept] = memories.get_memories("alice", "chat", ["old"])
+        assert kept.text == "臺北的會議中心"
 
     def test_one_user_or_namespace_never_sees_another(self, memories: Memories) -> None:
         memories.put_memories(

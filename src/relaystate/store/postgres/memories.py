@@ -13,6 +13,7 @@ from psycopg.types.json import Jsonb
 
 from ...model import MemoryItem
 from ..roles import Memories, MemoryFilter
+from ..scripts import fold, has_han
 from ..storable import refuse_unstorable, storable_items
 from ..terms import index_text
 from .connections import Conn
@@ -112,7 +113,7 @@ class PostgresMemories(Memories):
             " SELECT m.id, ts_rank(m.words, q.q) AS score FROM memories m, q"
             f" WHERE m.user_id = %s AND m.namespace = %s AND m.words @@ q.q{extra}"
             " ORDER BY score DESC, m.n LIMIT %s",
-            (*terms, user_id, namespace, *args, k),
+            (*(fold(t) for t in terms), user_id, namespace, *args, k),
         )
         return [(str(i), float(s)) for i, s in rows]
 
@@ -166,6 +167,34 @@ class PostgresMemories(Memories):
             (namespace, embedder, embedder, limit),
         )
         return [str(r[0]) for r in rows]
+
+    def reindex_words(self, *, batch: int = 500) -> int:
+        done, after = 0, 0
+        while True:
+            rows = self._rows(
+                "SELECT n, user_id, namespace, text FROM memories WHERE n > %s ORDER BY n LIMIT %s",
+                (after, batch),
+            )
+            if not rows:
+                return done
+            after = rows[-1][0]
+            with self._connection() as conn, conn.transaction():
+                touched = set()
+                for n, user_id, namespace, text in rows:
+                    if not has_han(text):
+                        continue
+                    words = index_text(text)
+                    changed = conn.execute(  # unless a writer replaced the item meanwhile
+                        f"UPDATE memories SET words = to_tsvector('{CONFIG}', %s)"
+                        " WHERE n = %s AND text = %s"
+                        f" AND words IS DISTINCT FROM to_tsvector('{CONFIG}', %s)",
+                        (words, n, text, words),
+                    ).rowcount
+                    if changed:
+                        touched.add((user_id, namespace))
+                        done += 1
+                for user_id, namespace in sorted(touched):
+                    conn.execute(_BUMP, (user_id, namespace))
 
     def memory_generation(self, user_id: str, namespace: str) -> int:
         rows = self._rows(

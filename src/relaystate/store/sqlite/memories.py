@@ -20,6 +20,7 @@ from typing import Any
 
 from ...model import MemoryItem, from_iso, to_iso
 from ..roles import Memories, MemoryFilter
+from ..scripts import has_han
 from ..storable import refuse_unstorable, storable_items
 from ..terms import fts5_query, index_text
 from .connection import Read, Tx, statements
@@ -169,6 +170,32 @@ class SQLiteMemories(Memories):
             (namespace, embedder, embedder, limit),
         )
         return [str(r[0]) for r in rows]
+
+    def reindex_words(self, *, batch: int = 500) -> int:
+        done, after = 0, 0
+        while True:
+            rows = self._read(
+                "SELECT m.n, m.user_id, m.namespace, m.text, f.words FROM memories m"
+                " JOIN memories_fts f ON f.rowid = m.n WHERE m.n > ? ORDER BY m.n LIMIT ?",
+                (after, batch),
+            )
+            if not rows:
+                return done
+            after = rows[-1][0]
+            stale = [r for r in rows if has_han(r[3]) and index_text(r[3]) != r[4]]
+            touched: set[tuple[str, str]] = set()
+            with self._tx() as db:
+                for n, user_id, namespace, text, _ in stale:
+                    if db.execute(  # unless a writer replaced the item meanwhile
+                        "SELECT 1 FROM memories WHERE n = ? AND text = ?", (n, text)
+                    ).fetchone():
+                        db.execute(
+                            "UPDATE memories_fts SET words = ? WHERE rowid = ?",
+                            (index_text(text), n),
+                        )
+                        touched.add((user_id, namespace))
+                        done += 1
+                _bump(db, touched)
 
     def memory_generation(self, user_id: str, namespace: str) -> int:
         rows = self._read(
