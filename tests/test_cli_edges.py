@@ -108,6 +108,7 @@ ARGS = {
     "users list": [],
     "memory import": ["{items}", "--user", "alice", "--namespace", "notes"],
     "memory search": ["paris", "--user", "alice", "--namespace", "notes"],
+    "memory reindex": [],
     "worker": [],
     "workers": [],
     "builds": [],
