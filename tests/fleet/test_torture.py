@@ -116,8 +116,9 @@ def _nginx(api: list[rig.Host]) -> tuple[services.Nginx, int]:
         f"server {{ listen 127.0.0.1:{port};\n"
         "  location / { proxy_pass http://fleet; proxy_connect_timeout 1s;\n"
         "    proxy_read_timeout 20s; proxy_http_version 1.1;\n"
-        # a turn carries its Idempotency-Key: sending it to the other host is safe
-        "    proxy_next_upstream error timeout http_502 http_503 non_idempotent; } }"
+        # a turn carries its Idempotency-Key: sending it to the other host is safe; a 503
+        # (the database away) is the client's to retry, every host would answer the same
+        "    proxy_next_upstream error timeout non_idempotent; } }"
     )
     nginx.start(port)
     return nginx, port
