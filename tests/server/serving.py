@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -14,6 +15,22 @@ import pytest
 from .. import services
 
 NOW = "2026-11-29T10:00:00"
+
+
+def wait_ready(
+    proc: subprocess.Popen[bytes], url: str, output: Callable[[], str], what: str
+) -> None:
+    """Until ``url``'s /readyz answers 200 (30 s at most); fails at once if ``proc`` exits."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"{what} exited:\n{output()}"
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"{what} was not ready within 30 s:\n{output()}")
 
 
 class Server:
@@ -40,16 +57,7 @@ class Server:
         cmd += ["--store", self.store, "--ledger", str(self.ledger), *args]
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"the server exited:\n{self.output()}"
-            try:
-                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        pytest.fail(f"the server was not ready within 30 s:\n{self.output()}")
+        wait_ready(self.proc, self.url, self.output, "the server")
 
     def stop(self) -> None:
         if self.proc is not None:

@@ -38,7 +38,7 @@ from relaystate.server.encoding import Utf8Only
 from relaystate.server.protocol import MAX_HEAD, uvicorn_options
 
 from .. import services
-from .serving import NOW, Server
+from .serving import NOW, Server, wait_ready
 
 H11_SERVER = """
 import sys, uvicorn
@@ -65,16 +65,7 @@ class H11Server:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"the server exited:\n{self.output()}"
-            try:
-                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        pytest.fail(f"the h11 server was not ready within 30 s:\n{self.output()}")
+        wait_ready(self.proc, self.url, self.output, "the h11 server")
 
     def stop(self) -> None:
         self.proc.terminate()
