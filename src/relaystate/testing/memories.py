@@ -142,6 +142,43 @@ class MemoryRoleTests(Conformance):
             and memories.count_memories("bob", "work") == 0
         )
 
+    def test_ranking_statistics_are_the_owners_own(self, memories: Memories) -> None:
+        """Ranks and scores come from the caller's (user, namespace) alone: another user's
+        items, or the same user's in another namespace, holding the same words in any
+        number, move neither (keyword statistics shared across users would be a channel)."""
+        texts = [
+            "a weekend trip to Paris with my sister",
+            "paris paris paris",
+            "the train to Lyon was late",
+            "we booked the hotel in Paris for the trip",
+            "my sister loves trains",
+            "北京的烤鸭很好吃",
+        ]
+        memories.put_memories([item(f"m{n}", t) for n, t in enumerate(texts)], at=T0)
+        queries = ("trip to Paris", "sister trains", "Lyon", "北京烤鸭", "hotel paris sister")
+        before = {q: memories.search_words("alice", "chat", query_terms(q), k=10) for q in queries}
+        assert all(before.values()) and before["trip to Paris"][0][0] == "m0"
+        crowd = ["paris trip", "Paris Paris hotel", "sister", "北京", "train Lyon late trip"]
+        memories.put_memories(
+            [item(f"b{n}", crowd[n % 5], user="bob") for n in range(60)]
+            + [item(f"w{n}", crowd[n % 5], ns="work") for n in range(60)]
+            + [item(f"z{n}", "paris " * (n % 7 + 1), user="zoe", ns="work") for n in range(30)],
+            at=T0,
+        )
+        after = {q: memories.search_words("alice", "chat", query_terms(q), k=10) for q in queries}
+        assert after == before  # the same ids, the same order, the very same scores
+        assert memories.search_words("bob", "chat", query_terms("trip to Paris"), k=10) != []
+
+    def test_a_term_rarer_in_the_owners_items_weighs_more(self, memories: Memories) -> None:
+        """BM25's idf, counted in the owner's items: "lyon" is in one of them and "paris" in
+        all but one, so the item with "lyon" ranks first though others hold "paris" often."""
+        texts = ["paris paris hotel", "paris museum", "paris lyon", "paris cafe", "a quiet day"]
+        memories.put_memories([item(f"m{n}", t) for n, t in enumerate(texts)], at=T0)
+        found = memories.search_words("alice", "chat", ["paris", "lyon"], k=10)
+        assert found[0][0] == "m2"
+        assert {i for i, _ in found} == {"m0", "m1", "m2", "m3"}
+        assert all(score > 0 for _, score in found)
+
     def test_filters_by_time_source_and_task(self, memories: Memories) -> None:
         memories.put_memories(
             [

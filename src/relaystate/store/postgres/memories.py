@@ -12,6 +12,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from ...model import MemoryItem
+from ..keyword_rank import K1, B, OwnerStatsCache, idf
 from ..roles import Memories, MemoryFilter
 from ..scripts import fold, has_han
 from ..storable import refuse_unstorable, storable_items
@@ -37,12 +38,32 @@ INSERT INTO memory_generations (user_id, namespace, generation) VALUES (%s, %s, 
 ON CONFLICT (user_id, namespace) DO UPDATE SET generation = memory_generations.generation + 1
 """
 
+_HOLDING = f"""
+SELECT (SELECT generation FROM memory_generations WHERE user_id = %(u)s AND namespace = %(ns)s),
+    x.t, (SELECT count(*) FROM memories m WHERE m.user_id = %(u)s AND m.namespace = %(ns)s
+        AND m.words @@ plainto_tsquery('{CONFIG}', x.t))
+FROM unnest(%(terms)s::text[]) AS x (t)
+"""
+"""The namespace's generation and, per term, how many of the owner's items hold it."""
+_RANKED = """
+WITH terms AS (
+    SELECT plainto_tsquery('{config}', x.t) AS q, x.w
+    FROM unnest(%s::text[], %s::float8[]) AS x (t, w)
+)
+SELECT m.id, sum(terms.w / (1 + %s + %s * length(m.text))) AS score
+FROM terms JOIN memories m ON m.words @@ terms.q
+WHERE m.user_id = %s AND m.namespace = %s{extra}
+GROUP BY m.n, m.id ORDER BY score DESC, m.n LIMIT %s
+"""
+"""BM25 of the owner's items holding any term (each counted once in an item)."""
+
 
 class PostgresMemories(Memories):
     """The memory role over a PostgreSQL store's connections (schema step 5)."""
 
     def __init__(self, connection: Callable[[], AbstractContextManager[Conn]]) -> None:
         self._connection = connection
+        self._stats = OwnerStatsCache()
 
     def _rows(self, sql: str, args: Sequence[object]) -> list[Any]:
         with self._connection() as conn:
@@ -103,18 +124,34 @@ class PostgresMemories(Memories):
         k: int,
         where: MemoryFilter | None = None,
     ) -> list[tuple[str, float]]:
+        """BM25 over the owner's own statistics (:mod:`..keyword_rank`): the GIN index finds
+        the owner's items holding each term; a term's frequency in an item is the count of
+        its positions in the item's ``tsvector``."""
         refuse_unstorable("terms", terms)
         if not terms or k < 1:
             return []
-        query = " || ".join(f"plainto_tsquery('{CONFIG}', %s)" for _ in terms)
-        extra, args = _filter(where or MemoryFilter())
-        rows = self._rows(
-            f"WITH q AS (SELECT ({query}) AS q)"
-            " SELECT m.id, ts_rank(m.words, q.q) AS score FROM memories m, q"
-            f" WHERE m.user_id = %s AND m.namespace = %s AND m.words @@ q.q{extra}"
-            " ORDER BY score DESC, m.n LIMIT %s",
-            (*(fold(t) for t in terms), user_id, namespace, *args, k),
-        )
+        asked = list(dict.fromkeys(fold(t) for t in terms))
+        with self._connection() as conn:
+            first = conn.execute(
+                _HOLDING, {"u": user_id, "ns": namespace, "terms": asked}
+            ).fetchall()
+            generation = int(first[0][0] or 0) if first else 0
+            holding = {str(t): int(h) for _, t, h in first if h}
+            if not holding:
+                return []
+            stats = self._stats.get(
+                user_id,
+                namespace,
+                generation,
+                lambda: _owner_counts(conn, user_id, namespace),
+            )
+            found = [t for t in asked if t in holding]
+            weights = [idf(stats.items, holding[t]) * (K1 + 1) for t in found]
+            extra, args = _filter(where or MemoryFilter())
+            rows = conn.execute(
+                _RANKED.format(config=CONFIG, extra=extra),
+                (found, weights, *_norm(stats.mean_length), user_id, namespace, *args, k),
+            ).fetchall()
         return [(str(i), float(s)) for i, s in rows]
 
     def put_vectors(
@@ -202,6 +239,20 @@ class PostgresMemories(Memories):
             (user_id, namespace),
         )
         return int(rows[0][0]) if rows else 0
+
+
+def _norm(mean_length: float) -> tuple[float, float]:
+    return (K1 * (1 - B), K1 * B / mean_length)
+
+
+def _owner_counts(conn: Conn, user_id: str, namespace: str) -> tuple[int, int]:
+    row = conn.execute(
+        "SELECT count(*), coalesce(sum(length(text)), 0) FROM memories"
+        " WHERE user_id = %s AND namespace = %s",
+        (user_id, namespace),
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
 
 
 def _filter(where: MemoryFilter) -> tuple[str, list[object]]:

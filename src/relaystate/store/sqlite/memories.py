@@ -19,8 +19,9 @@ from datetime import datetime
 from typing import Any
 
 from ...model import MemoryItem, from_iso, to_iso
+from ..keyword_rank import K1, B, OwnerStatsCache, idf
 from ..roles import Memories, MemoryFilter
-from ..scripts import has_han
+from ..scripts import fold, has_han
 from ..storable import refuse_unstorable, storable_items
 from ..terms import fts5_query, index_text
 from .connection import Read, Tx, statements
@@ -41,6 +42,7 @@ class SQLiteMemories(Memories):
 
     def __init__(self, tx: Tx, read: Read) -> None:
         self._tx, self._read = tx, read
+        self._stats = OwnerStatsCache()
 
     def put_memories(self, items: Sequence[MemoryItem], *, at: datetime) -> int:
         storable_items(items)
@@ -92,33 +94,55 @@ class SQLiteMemories(Memories):
         k: int,
         where: MemoryFilter | None = None,
     ) -> list[tuple[str, float]]:
+        """BM25 over the owner's own statistics (:mod:`..keyword_rank`): FTS5 finds the
+        matches of each term in the owner's items (its ``owner`` token AND the term) and
+        counts them (the term's document frequency); one statement then ranks them."""
         refuse_unstorable("terms", terms)
         if not terms or k < 1:
             return []
-        match = (
-            f'owner : "{owner_token(user_id, namespace)}" AND words : ({fts5_query(list(terms))})'
+        owner = owner_token(user_id, namespace)
+        matches = [
+            f'owner : "{owner}" AND words : ({fts5_query([t])})'
+            for t in dict.fromkeys(fold(t) for t in terms)
+        ]
+        counted = " UNION ALL ".join(
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?" for _ in matches
         )
+        holding = [int(r[0]) for r in self._read(counted, matches)]
+        asked = [(m, h) for m, h in zip(matches, holding, strict=True) if h]
+        if not asked:
+            return []
+        stats = self._stats.get(
+            user_id,
+            namespace,
+            self.memory_generation(user_id, namespace),
+            lambda: _owner_lengths(self._read, owner, user_id, namespace),
+        )
+        arms = " UNION ALL ".join(
+            "SELECT rowid AS n, ? AS w, length(words) AS dl FROM memories_fts"
+            " WHERE memories_fts MATCH ?"
+            for _ in asked
+        )
+        arm_args = [a for m, h in asked for a in (idf(stats.items, h) * (K1 + 1), m)]
+        norm = (K1 * (1 - B), K1 * B / stats.mean_length)
         extra, args = _filter(where or MemoryFilter())
         if not extra:
-            # the owner token already keeps the matches to this user and namespace, so the
-            # index ranks and cuts first and only the k best are joined: joining every match
-            # before the cut cost as much as ranking them (110,000 items: a 10,000-match
-            # query 30 -> 15 ms); the join's check stays, in case two owners share a token
+            # ranked and cut in the index, then only the k best are joined (the join's check
+            # stays, in case two owners share a token)
             rows = self._read(
-                "SELECT m.id, best.score FROM ("
-                "SELECT rowid AS n, -bm25(memories_fts, 0.0, 1.0) AS score FROM memories_fts"
-                " WHERE memories_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?) AS best"
+                "SELECT m.id, best.score FROM (SELECT n, sum(w / (1 + ? + ? * dl)) AS score"
+                f" FROM ({arms}) GROUP BY n ORDER BY score DESC, n LIMIT ?) AS best"
                 " JOIN memories m ON m.n = best.n WHERE m.user_id = ? AND m.namespace = ?"
                 " ORDER BY best.score DESC, m.n",
-                (match, k, user_id, namespace),
+                (*norm, *arm_args, k, user_id, namespace),
             )
         else:
             rows = self._read(
-                "SELECT m.id, -bm25(memories_fts, 0.0, 1.0) AS score"
-                " FROM memories_fts JOIN memories m ON m.n = memories_fts.rowid"
-                f" WHERE memories_fts MATCH ? AND m.user_id = ? AND m.namespace = ?{extra}"
-                " ORDER BY score DESC, m.n LIMIT ?",
-                (match, user_id, namespace, *args, k),
+                "SELECT m.id, sum(x.w / (1 + ? + ? * x.dl)) AS score"
+                f" FROM ({arms}) AS x JOIN memories m ON m.n = x.n"
+                f" WHERE m.user_id = ? AND m.namespace = ?{extra}"
+                " GROUP BY x.n ORDER BY score DESC, x.n LIMIT ?",
+                (*norm, *arm_args, user_id, namespace, *args, k),
             )
         return [(str(i), float(s)) for i, s in rows]
 
@@ -284,6 +308,16 @@ def _bump(db: sqlite3.Connection, touched: set[tuple[str, str]]) -> None:
             " ON CONFLICT (user_id, namespace) DO UPDATE SET generation = generation + 1",
             (user_id, namespace),
         )
+
+
+def _owner_lengths(read: Read, owner: str, user_id: str, namespace: str) -> tuple[int, int]:
+    """How many items the owner has and the characters of their indexed words."""
+    rows = read(
+        "SELECT count(*), coalesce(sum(length(f.words)), 0) FROM memories m"
+        " JOIN memories_fts f ON f.rowid = m.n WHERE m.user_id = ? AND m.namespace = ?",
+        (user_id, namespace),
+    )
+    return int(rows[0][0]), int(rows[0][1])
 
 
 def _filter(where: MemoryFilter) -> tuple[str, list[object]]:
