@@ -36,7 +36,7 @@ torture: $(STAMP)  ## a fleet of API and worker hosts (network namespaces, root)
 	@tools/test-deps.sh
 	RELAYSTATE_TORTURE=1 $(VENV)/bin/pytest tests/fleet/test_torture.py -s
 
-bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores side by side; understanding; HTTP API load: turns/s vs /healthz, 50 clients; a served turn vs one durable insert a request (wrk); memory: LoCoMo retrieval, updates in the context, context latency at 100,000 memories, Chinese retrieval; a rolling upgrade under load behind nginx (BENCH_ARGS=--quick)
+bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores side by side; understanding; HTTP API load: turns/s vs /healthz, 50 clients; a served turn vs one durable insert a request (wrk); memory: LoCoMo retrieval, its weights leave-one-conversation-out (LoCoMo dev and bench/data/dev2.json), updates in the context, context latency at 100,000 memories, Chinese retrieval; a rolling upgrade under load behind nginx (BENCH_ARGS=--quick)
 	@tools/test-deps.sh
 	$(PY) bench/turns.py $(BENCH_ARGS)
 	$(PY) bench/stores.py $(BENCH_ARGS)
@@ -45,6 +45,7 @@ bench: $(STAMP)  ## per-turn cost vs a raw append as history grows; the stores s
 	$(PY) bench/api_load.py $(BENCH_ARGS)
 	$(PY) bench/http_limit.py $(BENCH_ARGS)
 	$(PY) bench/locomo.py $(BENCH_ARGS)
+	$(PY) bench/locomo_loo.py $(BENCH_ARGS)
 	$(PY) bench/memory_updates.py $(BENCH_ARGS)
 	$(PY) bench/memory_scale.py $(BENCH_ARGS)
 	$(PY) bench/memory_zh.py $(BENCH_ARGS)

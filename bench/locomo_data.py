@@ -91,10 +91,13 @@ def norm_ev(raw: str) -> str | None:
 
 
 def load(path: Path = DATA) -> tuple[list[Conversation], list[Question], LoadStats]:
-    """Conversations and their scorable questions: adversarial ones (category 5) are left out,
+    """Conversations and their scorable questions (a list of LoCoMo samples, or an object
+    whose ``samples`` are): adversarial ones (category 5) are left out,
     evidence ids normalised, ids naming no turn dropped, questions left without evidence
     skipped (the counts are in the stats)."""
     raw = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(raw, dict):  # our own sets (bench/data/dev2.json): a header, then "samples"
+        raw = raw["samples"]
     convs: list[Conversation] = []
     questions: list[Question] = []
     stats = LoadStats()

@@ -44,15 +44,42 @@ from .answer_kind import word_forms
 WINDOW = "~window"
 SESSION = "~session"
 VOICE = "~voice"
-VOICE_WEIGHT = 1.0
 RRF_K = 60
-WEIGHTS = {"turns": 2.0, "windows": 1.0, "vectors": 1.0, "context": 1.0}
-SESSION_WEIGHTS = {"words": 1.0, "centroid": 1.0}
-SPEAKER_BOOST = 0.25
-CATEGORY_WEIGHT = 1.0
-"""The keyword list of the words filed under the category a question asks for."""
-DATE_BOOST = 1.0
-TIME_BOOST = 0.3
+
+
+@dataclass(frozen=True)
+class Weights:
+    """What :func:`rank` gives each signal. A list's weight multiplies its reciprocal ranks
+    (``weight / (RRF_K + rank)``); a boost multiplies a turn's total by ``1 + boost``.
+    Round numbers set before measuring; ``bench/locomo_loo.py`` checks them
+    leave-one-conversation-out."""
+
+    turns: float = 2.0
+    """The turns' keyword list (the question's words in the turn itself)."""
+    windows: float = 1.0
+    """The windows' keyword list (a turn with its neighbours), credited to the middle turn."""
+    vectors: float = 1.0
+    """The turns' vector ranking (query vector against each turn's)."""
+    context: float = 1.0
+    """The context vectors' ranking (a turn plus half of each neighbour in its session)."""
+    session_words: float = 1.0
+    """The session documents' keyword list, inherited by every turn of the session."""
+    session_centroid: float = 1.0
+    """The session centroids' vector ranking, inherited by every turn of the session."""
+    voice: float = 1.0
+    """The voice documents' keyword list (one speaker in one session), inherited by that
+    speaker's turns of the session."""
+    category: float = 1.0
+    """The keyword list of the words filed under the category a question asks for."""
+    speaker_boost: float = 0.25
+    """On the turns of the one speaker a question names."""
+    date_boost: float = 1.0
+    """On the turns of sessions whose day fits the date a question names."""
+    time_boost: float = 0.3
+    """On turns carrying a time word, for a "when" question."""
+
+
+DEFAULT_WEIGHTS = Weights()
 DEPTH = 200
 """How deep each keyword list goes (a rank beyond it adds under 1/260)."""
 
@@ -328,31 +355,32 @@ def rank(
     named: str | None,
     when: DateAsked | None,
     k: int,
+    weights: Weights = DEFAULT_WEIGHTS,
 ) -> list[tuple[str, float, dict[str, int]]]:
     """The ``k`` best turns with their score and their rank in each list that found them
     ("keyword" for its own words, "window", "category", "session", "voice", "vector",
-    "context").
+    "context"), each signal weighed by ``weights``.
     Vectorised over the turns: only the ``k`` returned are looked at one by one."""
     total = np.zeros(len(conv.ids))
-    keyword = _credit(total, conv, lists.turns, WEIGHTS["turns"])
-    window = _credit(total, conv, lists.windows, WEIGHTS["windows"])
-    category = _credit(total, conv, lists.members, CATEGORY_WEIGHT)
+    keyword = _credit(total, conv, lists.turns, weights.turns)
+    window = _credit(total, conv, lists.windows, weights.windows)
+    category = _credit(total, conv, lists.members, weights.category)
     session_score = np.zeros(len(conv.sessions))
     index = {s: i for i, s in enumerate(conv.sessions)}
     session_rank = {index[key]: r for r, key in enumerate(lists.sessions, start=1) if key in index}
     for at, r in session_rank.items():
-        session_score[at] += SESSION_WEIGHTS["words"] / (RRF_K + r)
+        session_score[at] += weights.session_words / (RRF_K + r)
     vector_ranks: dict[str, np.ndarray] = {}
     if query_vector is not None and conv.vectors is not None:
         assert conv.context is not None and conv.centroids is not None
         for name, matrix, weight in (
-            ("vector", conv.vectors, WEIGHTS["vectors"]),
-            ("context", conv.context, WEIGHTS["context"]),
+            ("vector", conv.vectors, weights.vectors),
+            ("context", conv.context, weights.context),
         ):
             vector_ranks[name] = _ranks(matrix @ query_vector)
             total += weight / (RRF_K + vector_ranks[name])
         centroid = _ranks(conv.centroids @ query_vector)
-        session_score += SESSION_WEIGHTS["centroid"] / (RRF_K + centroid)
+        session_score += weights.session_centroid / (RRF_K + centroid)
     total += session_score[conv.session_of]
     voice_rank = {
         conv.voices[v]: r for r, v in enumerate(lists.voices, start=1) if v in conv.voices
@@ -360,15 +388,15 @@ def rank(
     if voice_rank:
         voice_score = np.zeros(len(conv.voices))
         for at, r in voice_rank.items():
-            voice_score[at] = VOICE_WEIGHT / (RRF_K + r)
+            voice_score[at] = weights.voice / (RRF_K + r)
         total += voice_score[conv.voice_of]
     if named is not None:
-        total *= np.where(np.array(conv.speakers) == named, 1 + SPEAKER_BOOST, 1.0)
+        total *= np.where(np.array(conv.speakers) == named, 1 + weights.speaker_boost, 1.0)
     if when is not None:
         fits = np.array([d is not None and when(d) for d in conv.session_days], dtype=bool)
-        total *= np.where(fits[conv.session_of], 1 + DATE_BOOST, 1.0)
+        total *= np.where(fits[conv.session_of], 1 + weights.date_boost, 1.0)
     if TIME_QUESTION.search(question):
-        total *= np.where(conv.is_time, 1 + TIME_BOOST, 1.0)
+        total *= np.where(conv.is_time, 1 + weights.time_boost, 1.0)
     best = np.argsort(-total, kind="stable")[:k].tolist()
     ranked = []
     for turn in best:
