@@ -33,7 +33,8 @@ def register(commands: Any) -> None:
     common.add_argument(
         "--embedder",
         help="none (keyword search only), hash, e5 (local, the embed extra) or "
-        "openai:MODEL@BASE_URL; default $RELAYSTATE_EMBEDDER, else hash.",
+        "openai:MODEL@BASE_URL; default $RELAYSTATE_EMBEDDER, else the best installed "
+        "(e5 with the embed extra, else hash; relaystate info says which).",
     )
     p = sub.add_parser(
         "import",
@@ -41,6 +42,12 @@ def register(commands: Any) -> None:
         help='Add items from a JSON Lines file: {"id", "text", "time"?, "metadata"?} a line.',
     )
     p.add_argument("file", type=Path, help="The JSON Lines file.")
+    p.add_argument(
+        "--extractor",
+        help="After the import, facts extracted into the memory graph by a chat model: "
+        "none or openai:MODEL@BASE_URL (key: $RELAYSTATE_EXTRACTOR_API_KEY); default "
+        "$RELAYSTATE_EXTRACTOR, else none.",
+    )
     p.set_defaults(run=import_items)
 
     p = sub.add_parser("search", parents=[store_parser(), common], help="Search the memory.")
@@ -49,6 +56,16 @@ def register(commands: Any) -> None:
     p.add_argument("--k", type=int, default=10, help="How many hits (10).")
     p.add_argument(
         "--mode", choices=("hybrid", "keyword", "vector"), default="hybrid", help="(hybrid)"
+    )
+    p.add_argument(
+        "--reranker",
+        help="none, tei:BASE_URL, cohere:MODEL@BASE_URL, jina:MODEL@BASE_URL or e5-windows "
+        "(local, the embed extra); default $RELAYSTATE_RERANKER, else none.",
+    )
+    p.add_argument(
+        "--rewriter",
+        help="none or openai:MODEL@BASE_URL (sub-queries from a chat model); default "
+        "$RELAYSTATE_REWRITER, else none.",
     )
     p.set_defaults(run=search)
 
@@ -65,15 +82,20 @@ def import_items(ns: argparse.Namespace) -> None:
     """Every line is checked before anything is written: a bad file changes nothing."""
     from rich.progress import Progress
 
+    from ..memory.extract import extract_into_graph, extractor_from_config
+    from ..memory.graph import MemoryGraph
     from ..memory.longterm import checked_items
     from ..scope import Scope
 
     scope = Scope.user(ns.user)
     items = [_item(line, n, ns.file, ns) for n, line in _lines(ns.file)]
     checked_items(scope, ns.namespace, items)  # all of them before the store is touched
+    extractor = extractor_from_config(ns.extractor)  # a bad spec too
     opts = Options.parse(ns)
+    facts = None
     with opts.runtime(create=True, templates=False) as rt:
         memory = _memory(rt, ns.embedder)
+        graph = None if extractor is None else MemoryGraph(rt.stores.working, clock=rt.clock)
         # a bar on a terminal only: piped, it would leave a blank line in the output
         with Progress(transient=True, disable=opts.as_json or not sys.stdout.isatty()) as bar:
             task = bar.add_task("importing", total=len(items))
@@ -88,17 +110,43 @@ def import_items(ns: argparse.Namespace) -> None:
                 embedded = memory.embed_pending(
                     scope, ns.namespace, progress=lambda n: bar.advance(task, n)
                 )
+            if extractor is not None and graph is not None:
+                task = bar.add_task("extracting facts", total=len(items))
+                facts = extract_into_graph(
+                    graph, ns.user, items, extractor, progress=lambda n: bar.advance(task, n)
+                )
         total = memory.count(scope, ns.namespace)
     if opts.as_json:
-        opts.emit({"imported": len(items), "embedded": embedded, "layers": built, "total": total})
+        done: dict[str, Any] = {
+            "imported": len(items),
+            "embedded": embedded,
+            "layers": built,
+            "total": total,
+        }
+        if facts is not None:
+            done["facts"] = {
+                "written": facts.written,
+                "already": facts.already,
+                "refused": facts.refused,
+                "failed_batches": facts.failed_batches,
+            }
+        opts.emit(done)
     else:
         print(
             f"Imported {len(items):,} items into {ns.user}/{ns.namespace} "
             f"({total:,} in all{f', {embedded:,} embedded' if embedded else ''})."
         )
+        if facts is not None:
+            failed = f", {facts.failed_batches:,} of {facts.batches:,} batches failed"
+            print(
+                f"Facts: {facts.written:,} written, {facts.already:,} already held, "
+                f"{facts.refused:,} refused{failed if facts.failed_batches else ''}."
+            )
 
 
 def search(ns: argparse.Namespace) -> None:
+    from ..memory.rerank import reranker_from_config
+    from ..memory.rewrite import rewriter_from_config
     from ..scope import Scope
 
     if (ns.query is None) == (ns.queries is None):
@@ -108,25 +156,30 @@ def search(ns: argparse.Namespace) -> None:
         if ns.queries is None
         else [_query(line, n, ns.queries) for n, line in _lines(ns.queries)]
     )
+    reranker = reranker_from_config(ns.reranker)  # a bad spec before the store is opened
+    rewriter = rewriter_from_config(ns.rewriter)
     opts = Options.parse(ns)
     scope = Scope.user(ns.user)
     with opts.runtime(create=False, templates=False) as rt:
         memory = _memory(rt, ns.embedder)
+        memory.reranker, memory.rewriter = reranker, rewriter
+        used = None if memory.embedder is None or ns.mode == "keyword" else memory.embedder.name
         for query_id, text in queries:
             hits = memory.search(scope, ns.namespace, text, k=ns.k, mode=ns.mode)
             found = [
                 {"id": h.item.id, "score": round(h.score, 6), "text": h.item.text} for h in hits
             ]
             if ns.queries is not None:
-                line = {"query_id": query_id, "hits": found}
+                line = {"query_id": query_id, "hits": found, "embedder": used}
                 sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
             elif opts.as_json:
-                opts.emit({"query": text, "hits": found})
+                opts.emit({"query": text, "hits": found, "embedder": used})
             else:
                 for n, hit in enumerate(found, start=1):
                     print(f"{n:>3}. [{hit['id']}] {hit['text']}")
                 if not found:
                     print("No memory matches.")
+                print(f"({'keyword search only' if used is None else 'vectors: ' + used})")
 
 
 def reindex(ns: argparse.Namespace) -> None:

@@ -260,6 +260,22 @@ class OpenAICompatibleModel:
 
     # -- asking ------------------------------------------------------------------------------
 
+    def ask_json(
+        self, purpose: str, system: str, user: str, name: str, schema: dict[str, Any]
+    ) -> dict[str, Any]:
+        """One question with a JSON answer constrained by ``schema`` (a strict
+        ``json_schema`` response format; objects, arrays, types, enums and patterns are
+        checked again on the answer), for callers with questions of their own (the memory's
+        fact extraction). Transient failures are retried as for the four questions; what
+        is still no usable answer raises :class:`~relaystate.llm.endpoint.EndpointError`,
+        whose ``reason`` may be logged after :meth:`redact`. ``purpose`` names the
+        question in log lines."""
+        return self._ask_json(purpose, system, user, name, schema)
+
+    def redact(self, text: str) -> str:
+        """``text`` with the API key masked, should a server have echoed it back."""
+        return self._endpoint.redact(text)
+
     def _ask_json(
         self, purpose: str, system: str, user: str, name: str, schema: dict[str, Any]
     ) -> dict[str, Any]:
@@ -420,6 +436,11 @@ def _schema_problem(value: Any, schema: Mapping[str, Any], path: str) -> str | N
                 problem = _schema_problem(value[key], sub, f"{path}.{key}")
                 if problem:
                     return problem
+    if isinstance(value, list) and "items" in schema:
+        for i, element in enumerate(value):
+            problem = _schema_problem(element, schema["items"], f"{path}[{i}]")
+            if problem:
+                return problem
     return None
 
 
