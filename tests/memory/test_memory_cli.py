@@ -94,6 +94,11 @@ def test_import_then_search_one_query_or_a_file_of_them(tmp_path: Path, store: s
         ("q2", ["D1:3"]),
     ]
     assert set(rows[0]["hits"][0]) == {"id", "score", "text"}
+    assert rows[0]["embedder"] is None  # --mode keyword compares no vectors, and says so
+    hybrid = cli("search", "--user", "u1", "--namespace", "conv", "--json", "group", store=store)
+    assert json.loads(hybrid.stdout)["embedder"] == "hash:v2:512"  # the suite's embedder
+    plain = cli("search", "--user", "u1", "--namespace", "conv", "group", store=store)
+    assert plain.stdout.rstrip().endswith("(vectors: hash:v2:512)")
     other = cli(
         "search", "--user", "u2", "--namespace", "conv", "--json", "support group", store=store
     )

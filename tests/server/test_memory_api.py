@@ -39,7 +39,11 @@ def test_items_are_added_found_and_read_back(api: Api) -> None:
         "added": 3,
         "total": 3,
     }
-    hit = api.ok("alice", "GET", "/v1/memory/notes/search", params={"q": "window seat"})["hits"][0]
+    found = api.ok("alice", "GET", "/v1/memory/notes/search", params={"q": "window seat"})
+    assert found["embedder"] == "hash:v2:256"  # whose vectors were compared
+    keyword = {"q": "window seat", "mode": "keyword"}
+    assert api.ok("alice", "GET", "/v1/memory/notes/search", params=keyword)["embedder"] is None
+    hit = found["hits"][0]
     assert hit["id"] == "n1" and hit["text"] == NOTES[0]["text"] and "keyword" in hit["ranks"]
     assert hit["time"] == "2026-03-01T09:00:00+00:00" and hit["score"] > 0
     assert search(api, "alice", "notes", "护照")[0] == "n3"

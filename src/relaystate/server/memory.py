@@ -53,6 +53,10 @@ class ItemOut(BaseModel):
 
 class HitsOut(BaseModel):
     hits: list[schemas.Hit] = Field(description="The best items, best first")
+    embedder: str | None = Field(
+        description="The embedder whose vectors the search compared (its name, as stored "
+        "beside every vector); null: keyword search only"
+    )
 
 
 def memory_of(request: Request) -> LongTermMemory:
@@ -107,12 +111,14 @@ def search(
     """The items that answer ``q`` best: keyword and vector search fused (a filter value
     holding a NUL is refused, 422, as no backend can compare it)."""
     where = MemoryFilter(since, until, tuple(source or ()), tuple(task_id or ()))
-    hits = memory_of(request).search(who.acts, namespace, q, k=k, where=where, mode=mode)
+    memory = memory_of(request)
+    hits = memory.search(who.acts, namespace, q, k=k, where=where, mode=mode)
     return HitsOut(
         hits=[
             schemas.Hit.model_validate({**item_view(h.item), "score": h.score, "ranks": h.ranks})
             for h in hits
-        ]
+        ],
+        embedder=None if memory.embedder is None or mode == "keyword" else memory.embedder.name,
     )
 
 
