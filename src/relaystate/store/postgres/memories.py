@@ -12,7 +12,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from ...model import MemoryItem
-from ..keyword_rank import K1, B, OwnerStatsCache, idf
+from ..keyword_rank import OwnerCounts, idf
 from ..roles import Memories, MemoryFilter
 from ..scripts import fold, has_han
 from ..storable import refuse_unstorable, storable_items
@@ -46,16 +46,13 @@ FROM unnest(%(terms)s::text[]) AS x (t)
 """
 """The namespace's generation and, per term, how many of the owner's items hold it."""
 _RANKED = """
-WITH terms AS (
-    SELECT plainto_tsquery('{config}', x.t) AS q, x.w
-    FROM unnest(%s::text[], %s::float8[]) AS x (t, w)
-)
-SELECT m.id, sum(terms.w / (1 + %s + %s * length(m.text))) AS score
-FROM terms JOIN memories m ON m.words @@ terms.q
+SELECT m.id, sum(x.w) AS score
+FROM unnest(%s::text[], %s::float8[]) AS x (t, w)
+JOIN memories m ON m.words @@ plainto_tsquery('{config}', x.t)
 WHERE m.user_id = %s AND m.namespace = %s{extra}
 GROUP BY m.n, m.id ORDER BY score DESC, m.n LIMIT %s
 """
-"""BM25 of the owner's items holding any term (each counted once in an item)."""
+"""The owner's items holding any term, each scored by the idf of the terms it holds."""
 
 
 class PostgresMemories(Memories):
@@ -63,7 +60,7 @@ class PostgresMemories(Memories):
 
     def __init__(self, connection: Callable[[], AbstractContextManager[Conn]]) -> None:
         self._connection = connection
-        self._stats = OwnerStatsCache()
+        self._counts = OwnerCounts()
 
     def _rows(self, sql: str, args: Sequence[object]) -> list[Any]:
         with self._connection() as conn:
@@ -124,9 +121,9 @@ class PostgresMemories(Memories):
         k: int,
         where: MemoryFilter | None = None,
     ) -> list[tuple[str, float]]:
-        """BM25 over the owner's own statistics (:mod:`..keyword_rank`): the GIN index finds
-        the owner's items holding each term; a term's frequency in an item is the count of
-        its positions in the item's ``tsvector``."""
+        """Ranked by the owner's own statistics (:mod:`..keyword_rank`): the GIN index counts
+        the owner's items holding each term, then one statement sums the idf of the terms
+        each of them holds."""
         refuse_unstorable("terms", terms)
         if not terms or k < 1:
             return []
@@ -139,18 +136,18 @@ class PostgresMemories(Memories):
             holding = {str(t): int(h) for _, t, h in first if h}
             if not holding:
                 return []
-            stats = self._stats.get(
+            items = self._counts.get(
                 user_id,
                 namespace,
                 generation,
-                lambda: _owner_counts(conn, user_id, namespace),
+                lambda: _count(conn, user_id, namespace),
             )
             found = [t for t in asked if t in holding]
-            weights = [idf(stats.items, holding[t]) * (K1 + 1) for t in found]
+            weights = [idf(items, holding[t]) for t in found]
             extra, args = _filter(where or MemoryFilter())
             rows = conn.execute(
                 _RANKED.format(config=CONFIG, extra=extra),
-                (found, weights, *_norm(stats.mean_length), user_id, namespace, *args, k),
+                (found, weights, user_id, namespace, *args, k),
             ).fetchall()
         return [(str(i), float(s)) for i, s in rows]
 
@@ -241,18 +238,13 @@ class PostgresMemories(Memories):
         return int(rows[0][0]) if rows else 0
 
 
-def _norm(mean_length: float) -> tuple[float, float]:
-    return (K1 * (1 - B), K1 * B / mean_length)
-
-
-def _owner_counts(conn: Conn, user_id: str, namespace: str) -> tuple[int, int]:
+def _count(conn: Conn, user_id: str, namespace: str) -> int:
     row = conn.execute(
-        "SELECT count(*), coalesce(sum(length(text)), 0) FROM memories"
-        " WHERE user_id = %s AND namespace = %s",
+        "SELECT count(*) FROM memories WHERE user_id = %s AND namespace = %s",
         (user_id, namespace),
     ).fetchone()
     assert row is not None
-    return int(row[0]), int(row[1])
+    return int(row[0])
 
 
 def _filter(where: MemoryFilter) -> tuple[str, list[object]]:

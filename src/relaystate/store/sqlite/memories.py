@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from ...model import MemoryItem, from_iso, to_iso
-from ..keyword_rank import K1, B, OwnerStatsCache, idf
+from ..keyword_rank import OwnerCounts, idf
 from ..roles import Memories, MemoryFilter
 from ..scripts import fold, has_han
 from ..storable import refuse_unstorable, storable_items
@@ -42,7 +42,7 @@ class SQLiteMemories(Memories):
 
     def __init__(self, tx: Tx, read: Read) -> None:
         self._tx, self._read = tx, read
-        self._stats = OwnerStatsCache()
+        self._counts = OwnerCounts()
 
     def put_memories(self, items: Sequence[MemoryItem], *, at: datetime) -> int:
         storable_items(items)
@@ -94,9 +94,9 @@ class SQLiteMemories(Memories):
         k: int,
         where: MemoryFilter | None = None,
     ) -> list[tuple[str, float]]:
-        """BM25 over the owner's own statistics (:mod:`..keyword_rank`): FTS5 finds the
-        matches of each term in the owner's items (its ``owner`` token AND the term) and
-        counts them (the term's document frequency); one statement then ranks them."""
+        """Ranked by the owner's own statistics (:mod:`..keyword_rank`): FTS5 counts each
+        term's matches in the owner's items (its ``owner`` token AND the term), then one
+        statement sums the idf of the terms each match holds."""
         refuse_unstorable("terms", terms)
         if not terms or k < 1:
             return []
@@ -112,37 +112,33 @@ class SQLiteMemories(Memories):
         asked = [(m, h) for m, h in zip(matches, holding, strict=True) if h]
         if not asked:
             return []
-        stats = self._stats.get(
+        items = self._counts.get(
             user_id,
             namespace,
             self.memory_generation(user_id, namespace),
-            lambda: _owner_lengths(self._read, owner, user_id, namespace),
+            lambda: self.count_memories(user_id, namespace),
         )
         arms = " UNION ALL ".join(
-            "SELECT rowid AS n, ? AS w, length(words) AS dl FROM memories_fts"
-            " WHERE memories_fts MATCH ?"
-            for _ in asked
+            "SELECT rowid AS n, ? AS w FROM memories_fts WHERE memories_fts MATCH ?" for _ in asked
         )
-        arm_args = [a for m, h in asked for a in (idf(stats.items, h) * (K1 + 1), m)]
-        norm = (K1 * (1 - B), K1 * B / stats.mean_length)
+        weighed = [a for m, h in asked for a in (idf(items, h), m)]
         extra, args = _filter(where or MemoryFilter())
         if not extra:
-            # ranked and cut in the index, then only the k best are joined (the join's check
+            # ranked and cut before the join: only the k best are read (the join's check
             # stays, in case two owners share a token)
             rows = self._read(
-                "SELECT m.id, best.score FROM (SELECT n, sum(w / (1 + ? + ? * dl)) AS score"
+                "SELECT m.id, best.score FROM (SELECT n, sum(w) AS score"
                 f" FROM ({arms}) GROUP BY n ORDER BY score DESC, n LIMIT ?) AS best"
                 " JOIN memories m ON m.n = best.n WHERE m.user_id = ? AND m.namespace = ?"
                 " ORDER BY best.score DESC, m.n",
-                (*norm, *arm_args, k, user_id, namespace),
+                (*weighed, k, user_id, namespace),
             )
         else:
             rows = self._read(
-                "SELECT m.id, sum(x.w / (1 + ? + ? * x.dl)) AS score"
-                f" FROM ({arms}) AS x JOIN memories m ON m.n = x.n"
+                f"SELECT m.id, sum(x.w) AS score FROM ({arms}) AS x JOIN memories m ON m.n = x.n"
                 f" WHERE m.user_id = ? AND m.namespace = ?{extra}"
                 " GROUP BY x.n ORDER BY score DESC, x.n LIMIT ?",
-                (*norm, *arm_args, user_id, namespace, *args, k),
+                (*weighed, user_id, namespace, *args, k),
             )
         return [(str(i), float(s)) for i, s in rows]
 
@@ -308,16 +304,6 @@ def _bump(db: sqlite3.Connection, touched: set[tuple[str, str]]) -> None:
             " ON CONFLICT (user_id, namespace) DO UPDATE SET generation = generation + 1",
             (user_id, namespace),
         )
-
-
-def _owner_lengths(read: Read, owner: str, user_id: str, namespace: str) -> tuple[int, int]:
-    """How many items the owner has and the characters of their indexed words."""
-    rows = read(
-        "SELECT count(*), coalesce(sum(length(f.words)), 0) FROM memories m"
-        " JOIN memories_fts f ON f.rowid = m.n WHERE m.user_id = ? AND m.namespace = ?",
-        (user_id, namespace),
-    )
-    return int(rows[0][0]), int(rows[0][1])
 
 
 def _filter(where: MemoryFilter) -> tuple[str, list[object]]:
