@@ -24,8 +24,10 @@ Measured, with ``QUERIES`` user questions drawn from the same generator, each ti
 ``task_context(layers, state, query=q, budget=B)`` end to end (it searches long-term memory
 by keyword, so it embeds nothing), its parts, and ``LongTermMemory.search`` by mode with the
 query vectors cached (their embedding, hash and e5, timed apart). Then the same after
-``build_layers`` (layered conversation search, when the product has it), its cost, and the
-first context after a new turn (the layers' caches are invalidated by every write).
+``build_layers`` (layered conversation search, when the product has it), its cost, and
+what a new turn costs the next one: recording it, its vectors, the layers of its session,
+the first context and the first layered search (the process follows the namespace by the
+store's changes: nothing reads the namespace again).
 """
 
 from __future__ import annotations
@@ -80,10 +82,6 @@ MODES: tuple[Mode, ...] = ("keyword", "vector", "hybrid")
 ADD_BATCH = 1000
 SESSION_TURNS = 200
 SLOT_EVERY = 500
-REBUILD_UP_TO = 20_000
-"""Items up to which the layers are rebuilt after each write; above, one rebuild takes too
-long (it is O(documents x vectors) on SQLite) and is extrapolated from a sample."""
-
 # -- text ---------------------------------------------------------------------------------------
 
 
@@ -420,37 +418,21 @@ def search_latency(
     return out
 
 
-REPLACE_SAMPLE = 500
-"""Layer documents written again to time one replacement, when a whole rebuild is too long."""
-
-
 def after_a_write(
     b: Built,
     queries: Sequence[str],
     counter: TokenCounter,
     rng: random.Random,
     rounds: int,
-    rebuild: bool,
-    extrapolated: dict[str, float],
-    docs: int | None,
 ) -> dict[str, list[float]]:
-    """A new turn recorded, embedded, the layers rebuilt (as ``relaystate serve`` does after
-    each turn; with ``rebuild`` False only timed on a sample of documents and extrapolated
-    to the ``docs`` that build_layers wrote, into ``extrapolated``), then the first context:
-    what the next turn pays."""
+    """A new turn recorded, embedded, the layers brought up to date (build_layers makes
+    again the documents of the sessions whose turns changed: the turn's own), then the first
+    context and the first layered search: what the next turn pays. The process follows the
+    namespace by its changes, so none of these reads the namespace again."""
     assert b.layers.longterm is not None
     memory = b.layers.longterm
     state = b.rt.task(USER, b.task_id)
     out: dict[str, list[float]] = {}
-    if hasattr(memory, "build_layers") and not rebuild:
-        window = CONVERSATION + "~window"
-        ids = [f"past-{s}:{i}" for s in range(10) for i in range(1, 301)]
-        sample = memory.get(USER, window, ids)[:REPLACE_SAMPLE]
-        if sample:
-            ms = timed_ms(memory.add, USER, window, sample)
-            per_doc = ms / len(sample)
-            total = docs or memory.count(USER, window)
-            extrapolated.update(per_doc_ms=per_doc, docs=total, rebuild_s=per_doc * total / 1e3)
     session = f"main-{b.turns // SESSION_TURNS}"
     message = 10_000_000
     for r in range(rounds):
@@ -464,16 +446,19 @@ def after_a_write(
         out.setdefault("embed_pending (hash)", []).append(
             timed_ms(memory.embed_pending, USER, CONVERSATION)
         )
-        if hasattr(memory, "build_layers") and rebuild:
-            out.setdefault("build_layers (all of the namespace)", []).append(
-                timed_ms(memory.build_layers, USER, CONVERSATION)
-            )
+        out.setdefault("build_layers (the turn's session)", []).append(
+            timed_ms(memory.build_layers, USER, CONVERSATION)
+        )
         q = queries[r % len(queries)]
         for what in ("first task_context after it", "second task_context"):
             out.setdefault(what, []).append(
                 timed_ms(
                     task_context, b.layers, state, query=q, budget=BUDGETS[-1], counter=counter
                 )
+            )
+        for what in ("first layered search (hybrid) after it", "second layered search"):
+            out.setdefault(what, []).append(
+                timed_ms(memory.search, USER, CONVERSATION, q, k=10, mode="hybrid")
             )
     return out
 
@@ -526,11 +511,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memories", type=int, help="other long-term memories of the user")
     parser.add_argument("--queries", type=int, default=200, help="timed queries (200)")
     parser.add_argument("--after-write", type=int, default=3, help="rounds of write + context")
-    parser.add_argument(
-        "--rebuild",
-        action="store_true",
-        help=f"rebuild the layers after each write even above {REBUILD_UP_TO:,} items",
-    )
     parser.add_argument("--no-e5", action="store_true", help="do not time e5 query embedding")
     parser.add_argument("--seed", type=int, default=7, help="the random seed (7)")
     parser.add_argument("--dir", help="where to put the database (default: a temp dir)")
@@ -590,20 +570,8 @@ def main(argv: list[str] | None = None) -> int:
                 layered |= search_latency(b, queries, console, "layered")
                 results["layered"] = layered
             with console.status("after a write"):
-                rebuild = args.rebuild or results["items"] <= REBUILD_UP_TO
-                extrapolated: dict[str, float] = {}
-                write = after_a_write(
-                    b,
-                    queries,
-                    counter,
-                    rng,
-                    args.after_write,
-                    rebuild,
-                    extrapolated,
-                    results.get("layer_docs"),
-                )
+                write = after_a_write(b, queries, counter, rng, args.after_write)
             results["after_write"] = write
-            results["rebuild_extrapolated"] = extrapolated
             with console.status("query embedding"):
                 embedding = query_embedding(queries, not args.no_e5)
             results["query_embedding"] = embedding
@@ -673,14 +641,6 @@ def main(argv: list[str] | None = None) -> int:
         results["after_write"],
         False,
     )
-    x = results["rebuild_extrapolated"]
-    if x:
-        console.print(
-            f"build_layers after a write not run at this size: writing {REPLACE_SAMPLE} existing "
-            f"window documents again took {x['per_doc_ms']:.1f} ms each; x {x['docs']:,.0f} "
-            f"documents = ~{x['rebuild_s']:,.0f} s for one rebuild (extrapolated; at 11,000 items "
-            "the two agreed within 10%: 18.6 s measured, 20 s extrapolated)"
-        )
     latency_table(
         console,
         "Query embedding (apart: task_context searches by keyword and embeds nothing; "

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from relaystate import Scope
 from relaystate.demo.ledger import Ledger
 from relaystate.errors import SchemaTooNew, StoreURLError
+from relaystate.model import MemoryItem
 from relaystate.store import Backend, SQLiteStore
 from relaystate.store import open_backend as open_store
 from relaystate.store import schema as migrations
@@ -468,3 +470,51 @@ def test_the_journal_moves_to_a_rowid_table_with_every_entry(
         "SELECT name FROM sqlite_master WHERE tbl_name = 'journal' AND type = 'index'",
     )
     assert [r[0] for r in indexes] == ["journal_by_task"]
+
+
+def test_items_written_before_the_change_feed_are_loaded_in_full_then_followed(
+    sql_store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step that adds ``memories.changed`` keeps an existing database's items (stamped
+    0: not in the feed, only in a full load) and its generations; writes after it are."""
+    backend = backend_of(sql_store_url)
+    feed = next(s.version for s in SHIPPED_STEPS(backend) if s.name == "memory_changes")
+    monkeypatch.setattr(migrations, "steps", lambda name: SHIPPED_STEPS(name)[: feed - 1])
+    open_store(sql_store_url).close()
+    old = "'alice', 'chat', 'old', 'kept from before', '{}'"
+    execute(
+        sql_store_url,
+        f"INSERT INTO memories (user_id, namespace, id, text, data) VALUES ({old})"
+        if backend == "sqlite"
+        else "INSERT INTO memories (user_id, namespace, id, text, data, words)"
+        f" VALUES ({old}, to_tsvector('english', 'kept from before'))",
+    )
+    execute(
+        sql_store_url,
+        "INSERT INTO memory_generations (user_id, namespace, generation)"
+        " VALUES ('alice', 'chat', 3)",
+    )
+    monkeypatch.setattr(migrations, "steps", SHIPPED_STEPS)
+
+    store = open_store(sql_store_url)
+    try:
+        assert recorded_version(sql_store_url) == migrations.latest(backend)
+        assert query(sql_store_url, "SELECT id, changed FROM memories") == [("old", 0)]
+        memories = store.memories  # type: ignore[attr-defined]
+        assert memories.memory_generation("alice", "chat") == 3
+        assert [m.text for m in memories.latest_memories("alice", "chat", limit=9)] == [
+            "kept from before"
+        ]
+        none = memories.memory_changes("alice", "chat", 0)
+        assert (none.generation, none.items) == (3, [])  # the full load has it
+        at = datetime(2026, 1, 1, tzinfo=UTC)
+        memories.put_memories([MemoryItem("new", "alice", "chat", "written after", at)], at=at)
+        memories.put_memories([MemoryItem("old", "alice", "chat", "replaced after", at)], at=at)
+        changes = memories.memory_changes("alice", "chat", 3)
+        assert changes.generation == 5
+        assert [(m.id, m.text) for m in changes.items] == [
+            ("new", "written after"),
+            ("old", "replaced after"),
+        ]
+    finally:
+        store.close()

@@ -11,6 +11,7 @@ here needs a model.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import threading
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # numpy and recall load on the first vector or conversation s
     import numpy as np  # a turn that only records memory never needs them
 
     from . import recall
+    from .following import Followed
     from .rerank import Reranker
     from .rewrite import QueryRewriter
 
@@ -49,6 +51,8 @@ ALL = 10_000_000
 """As many items as a namespace may hold, for reads of all of them."""
 BATCH = 500
 """Items one transaction writes when many are added."""
+FOLLOWED = 256
+"""Namespaces a process keeps in memory for search (the least recently read go first)."""
 RERANK_DEPTH = 30
 """How many of the rule-ranked hits (at least k) a reranker is asked about: one request of
 text-embeddings-inference's default batch limit (32)."""
@@ -63,13 +67,6 @@ class Hit:
     item: MemoryItem
     score: float
     ranks: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class _Vectors:
-    generation: int
-    ids: list[str]
-    matrix: np.ndarray
 
 
 class LongTermMemory:
@@ -92,10 +89,8 @@ class LongTermMemory:
         self.reranker = reranker
         self.rewriter = rewriter
         self.clock = clock
-        self._cache: dict[tuple[str, str, str], _Vectors] = {}
-        self._conversations: dict[
-            tuple[str, str, str], tuple[tuple[int, int], recall.Conversation | None]
-        ] = {}
+        self._followed: dict[tuple[str, str, str], Followed] = {}
+        self._locks: dict[tuple[str, str, str], threading.Lock] = {}
         self._lock = threading.Lock()
 
     # -- writing -------------------------------------------------------------------------
@@ -216,11 +211,15 @@ class LongTermMemory:
                 user, namespace, query_terms(query), k=depth, where=where
             )
             lists["keyword"] = [i for i, _ in found]
+            if where is None or where == MemoryFilter():  # a fact's item may not pass a filter
+                cited = self._cited_by_facts(user, namespace, query_terms(query))
+                if cited:
+                    lists["fact"] = list(dict.fromkeys(cited))
         if mode in ("hybrid", "vector") and self.embedder is not None:
             lists["vector"] = self._nearest(user, namespace, query, depth, where)
         # Chinese keyword lists are bigrams, noisier than words: trusted like vectors, not 2:1
         keyword = VECTOR_WEIGHT if mostly_cjk(query) else KEYWORD_WEIGHT
-        weights = {"keyword": keyword, "vector": VECTOR_WEIGHT}
+        weights = {"keyword": keyword, "vector": VECTOR_WEIGHT, "fact": VECTOR_WEIGHT}
         fused = fuse(lists, weights)[:k]
         items = {
             i.id: i for i in self.memories.get_memories(user, namespace, [i for i, _ in fused])
@@ -328,16 +327,41 @@ class LongTermMemory:
     def build_layers(
         self, scope: Scope, namespace: str, *, progress: Callable[[int], None] | None = None
     ) -> int:
-        """Derive the windows and sessions of the namespace's conversation (its items with
-        ``metadata["session"]``) into ``NAMESPACE~window`` and ``NAMESPACE~session``; from
-        then on, search there uses them (:mod:`relaystate.memory.recall`). Run it again
-        after adding turns. Returns how many documents were written."""
+        """Derive the windows, voices and sessions of the namespace's conversation (its
+        items with ``metadata["session"]``) into ``NAMESPACE~window``, ``NAMESPACE~voice``
+        and ``NAMESPACE~session``; from then on, search there uses them
+        (:mod:`relaystate.memory.recall`). Run it again after adding turns: only sessions
+        whose turns changed since are made again (each session document keeps the digest
+        of what it was made from), and the turns are read from what this process already
+        follows of the namespace (:mod:`.following`), not again from the store. Returns
+        how many documents were written."""
         from . import recall
 
         user = owner(scope)
         inputs.identifier(namespace, "namespace")
-        items = self.memories.latest_memories(user, namespace, limit=ALL)
-        return self._write(recall.derived(items, namespace), progress)
+        key, followed = self._caught_up(user, namespace)
+        with self._locks[key]:
+            items = followed.ordered()
+        built = {
+            str(doc.metadata.get("session", "")): str(doc.metadata.get("digest", ""))
+            for doc in self.memories.latest_memories(user, namespace + recall.SESSION, limit=ALL)
+        }
+        return self._write(recall.derived(items, namespace, built=built), progress)
+
+    def keep_facts(self, scope: Scope, namespace: str, facts: Sequence[MemoryItem]) -> int:
+        """Keep fact documents (:func:`.extract.fact_items`) beside the namespace's items,
+        in ``NAMESPACE~fact``: layered search then credits each matching fact to the turn
+        it cites (its words may be none of the turn's: "adopted" for "we brought him home").
+        Their ids come from the facts, so keeping them again replaces them."""
+        from . import recall
+
+        user = owner(scope)
+        inputs.identifier(namespace, "namespace")
+        kept = [
+            dataclasses.replace(f, user_id=user, namespace=namespace + recall.FACT)
+            for f in checked_items(scope, namespace, facts)
+        ]
+        return self._write(kept, None)
 
     def _write(self, items: Sequence[MemoryItem], progress: Callable[[int], None] | None) -> int:
         """Checked items, one transaction per ``BATCH``."""
@@ -406,6 +430,7 @@ class LongTermMemory:
             [i.removeprefix("session:") for i in found["sessions"]],
             found["voices"],
             [i for i, _ in self.memories.search_words(user, namespace, members, k=recall.DEPTH)],
+            self._cited_by_facts(user, namespace, terms),
         )
         query_vector = None
         if vectors and self.embedder is not None and conv.vectors is not None:
@@ -413,31 +438,52 @@ class LongTermMemory:
             query_vector = np.asarray(embedded, dtype=np.float32)
         return conv, lists, query_vector, named, when
 
-    def _conversation(self, user: str, namespace: str) -> recall.Conversation | None:
-        """The namespace's conversation (turn order, sessions, speakers, vectors), cached
-        until the namespace or its layers change; None without layers."""
+    def _cited_by_facts(self, user: str, namespace: str, terms: Sequence[str]) -> list[str]:
+        """The turns cited by the facts that match ``terms``, best fact first (none unless
+        facts were kept: :meth:`keep_facts`)."""
         from . import recall
 
-        name = self.embedder.name if self.embedder is not None else ""
-        generation = (
-            self.memories.memory_generation(user, namespace),
-            self.memories.memory_generation(user, namespace + recall.SESSION),
-        )
-        key = (user, namespace, name)
+        hits = self.memories.search_words(user, namespace + recall.FACT, terms, k=recall.DEPTH)
+        if not hits:
+            return []
+        facts = self.memories.get_memories(user, namespace + recall.FACT, [i for i, _ in hits])
+        return [cited for fact in facts for cited in fact.cites]
+
+    def _conversation(self, user: str, namespace: str) -> recall.Conversation | None:
+        """The namespace's conversation (turn order, sessions, speakers, vectors), kept up
+        to date from the store's changes (:mod:`.following`); None without layers."""
+        from . import recall
+
+        if not self.memories.memory_generation(user, namespace + recall.SESSION):
+            return None
+        key, followed = self._caught_up(user, namespace)
+        with self._locks[key]:
+            if followed.conversation is None:
+                followed.conversation = followed.built()
+            return followed.conversation
+
+    def _caught_up(self, user: str, namespace: str) -> tuple[tuple[str, str, str], Followed]:
+        """The namespace as this process follows it, caught up with the store: read in full
+        the first time, then by its changes. One catch-up at a time per namespace (they
+        change its arrays); other namespaces do not wait."""
+        from .following import Followed
+
+        key = (user, namespace, self.embedder.name if self.embedder is not None else "")
         with self._lock:
-            cached = self._conversations.get(key)
-        if cached is not None and cached[0] == generation:
-            return cached[1]
-        conv: recall.Conversation | None = None
-        if generation[1]:
-            items = self.memories.latest_memories(user, namespace, limit=ALL)
-            conv = recall.Conversation.of(items)
-            if name:
-                ids, matrix = self._vectors(user, namespace, None)
-                conv = conv.with_vectors({i: matrix[n] for n, i in enumerate(ids)})
-        with self._lock:
-            self._conversations[key] = (generation, conv)
-        return conv
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            followed = self._followed.get(key)
+            if followed is None:
+                followed = Followed.read(self.memories, user, namespace, key[2])
+                with self._lock:
+                    self._followed[key] = followed
+                    while len(self._followed) > FOLLOWED:
+                        del self._followed[next(iter(self._followed))]
+            else:
+                with self._lock:  # the most recently read are kept longest
+                    self._followed[key] = self._followed.pop(key, followed)
+                followed.catch_up(self.memories, user, namespace)
+        return key, followed
 
     def _nearest(
         self, user: str, namespace: str, query: str, k: int, where: MemoryFilter | None
@@ -445,31 +491,27 @@ class LongTermMemory:
         import numpy as np
 
         assert self.embedder is not None
-        ids, matrix = self._vectors(user, namespace, where)
-        if not ids:
-            return []
         q = np.asarray(self.embedder.embed([query], kind="query")[0], dtype=np.float32)
-        scores = matrix @ q
-        top = np.argsort(-scores, kind="stable")[:k]
-        return [ids[int(i)] for i in top]
-
-    def _vectors(
-        self, user: str, namespace: str, where: MemoryFilter | None
-    ) -> tuple[list[str], np.ndarray]:
-        assert self.embedder is not None
-        name = self.embedder.name
         if where is not None and where != MemoryFilter():
-            return _matrix(self.memories.load_vectors(user, namespace, name, where))
-        key = (user, namespace, name)
-        generation = self.memories.memory_generation(user, namespace)
-        with self._lock:
-            cached = self._cache.get(key)
-        if cached is None or cached.generation != generation:
-            ids, matrix = _matrix(self.memories.load_vectors(user, namespace, name))
-            cached = _Vectors(generation, ids, matrix)
-            with self._lock:
-                self._cache[key] = cached
-        return cached.ids, cached.matrix
+            ids, matrix = _matrix(
+                self.memories.load_vectors(user, namespace, self.embedder.name, where)
+            )
+            if not ids:
+                return []
+            top = np.argsort(-(matrix @ q), kind="stable")[:k]
+            return [ids[int(i)] for i in top]
+        key, followed = self._caught_up(user, namespace)
+        with self._locks[key]:  # a view of the rows as they are now (later rows go beyond it)
+            rows = followed.vectors
+            ids, matrix, alive = rows.ids, rows.matrix, rows.alive
+            dead = None if alive.all() else ~alive
+        if not len(matrix):
+            return []
+        scores = matrix @ q
+        if dead is not None:  # items that lost their vector (replaced, not embedded yet)
+            scores[dead] = -np.inf
+        best = [int(i) for i in np.argsort(-scores, kind="stable")[:k]]
+        return [ids[i] for i in best if dead is None or not dead[i]]
 
 
 def fuse(lists: dict[str, list[str]], weights: dict[str, float]) -> list[tuple[str, float]]:

@@ -30,6 +30,8 @@ them in a 48-setting grid scores within 0.79-0.82: the gain is in the layers, no
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +44,7 @@ from ..store.terms import query_terms
 from .answer_kind import word_forms
 
 WINDOW = "~window"
+FACT = "~fact"
 SESSION = "~session"
 VOICE = "~voice"
 RRF_K = 60
@@ -71,6 +74,9 @@ class Weights:
     speaker's turns of the session."""
     category: float = 1.0
     """The keyword list of the words filed under the category a question asks for."""
+    facts: float = 1.0
+    """The keyword list of extracted facts (``NAMESPACE~fact``), credited to the turn each
+    cites; empty unless a model extracted facts (``memory import --extractor``)."""
     speaker_boost: float = 0.25
     """On the turns of the one speaker a question names."""
     date_boost: float = 1.0
@@ -170,7 +176,14 @@ class Conversation:
     vectors: np.ndarray | None = None
     context: np.ndarray | None = None
     centroids: np.ndarray | None = None
+    session_starts: list[float] = dataclasses.field(default_factory=list)
+    """When each session began (a POSIX time; inf for none): where a new session goes."""
     _forms: dict[str, frozenset[str]] | None = dataclasses.field(default=None, repr=False)
+    _buffers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = dataclasses.field(
+        default=None, repr=False
+    )
+    """The vectors' and context vectors' buffers (with room to grow) and the sessions'
+    unnormalised sums (:mod:`.following`)."""
 
     def forms(self) -> dict[str, frozenset[str]]:
         """The conversation's words by lemma (:func:`.answer_kind.word_forms`), made on the
@@ -185,11 +198,13 @@ class Conversation:
         ordered = ordered_turns(items)
         sessions: dict[str, int] = {}
         days: list[date | None] = []
+        starts: list[float] = []
         for item in ordered:
             key = session_key(item)
             if key not in sessions:
                 sessions[key] = len(sessions)
                 days.append(item.time.date() if item.time else None)
+                starts.append(item.time.timestamp() if item.time else math.inf)
         voices: dict[str, int] = {}
         for item in ordered:
             voices.setdefault(voice_id(session_key(item), speaker(item)), len(voices))
@@ -206,28 +221,8 @@ class Conversation:
             ),
             voices=voices,
             texts=[i.text for i in ordered],
+            session_starts=starts,
         )
-
-    def with_vectors(self, found: dict[str, np.ndarray]) -> Conversation:
-        """Turn vectors, context vectors (a turn plus half of each neighbour in its
-        session) and session centroids; only when every turn has its vector."""
-        if not self.ids or any(i not in found for i in self.ids):
-            return self
-        v = np.stack([found[i] for i in self.ids]).astype(np.float32)
-        same_prev = np.r_[False, self.session_of[1:] == self.session_of[:-1]]
-        same_next = np.r_[self.session_of[:-1] == self.session_of[1:], False]
-        prev = np.vstack([v[:1] * 0, v[:-1]]) * same_prev[:, None]
-        nxt = np.vstack([v[1:], v[:1] * 0]) * same_next[:, None]
-        context = _normalised(v + 0.5 * prev + 0.5 * nxt)
-        centroids = np.zeros((len(self.sessions), v.shape[1]), dtype=np.float32)
-        np.add.at(centroids, self.session_of, v)
-        self.vectors, self.context, self.centroids = v, context, _normalised(centroids)
-        return self
-
-
-def _normalised(m: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=1, keepdims=True)
-    return np.asarray(m / np.where(norms == 0, 1, norms), dtype=np.float32)
 
 
 def voice_id(session: str, who: str) -> str:
@@ -268,15 +263,23 @@ def _when(start: tuple[datetime | None, int]) -> tuple[float, int]:
     return (moment.timestamp() if moment else float("inf"), order)
 
 
-def derived(items: Sequence[MemoryItem], namespace: str) -> list[MemoryItem]:
-    """The window and session documents of a conversation's turns (in the ``~window`` and
-    ``~session`` namespaces beside ``namespace``), each citing its turns."""
+def derived(
+    items: Sequence[MemoryItem], namespace: str, *, built: dict[str, str] | None = None
+) -> list[MemoryItem]:
+    """The window, voice and session documents of a conversation's turns (in the
+    ``~window``, ``~voice`` and ``~session`` namespaces beside ``namespace``), each citing
+    its turns. ``built``: the digest each session's documents were last made from
+    (:func:`session_digest`, kept in the session document); a session whose turns still
+    give it is left out, so a new turn costs the documents of its session only."""
     turns = ordered_turns(items)
     by_session: dict[str, list[MemoryItem]] = {}
     for item in turns:
         by_session.setdefault(session_key(item), []).append(item)
     made: list[MemoryItem] = []
     for key, group in by_session.items():
+        digest = session_digest(group)
+        if built is not None and built.get(key) == digest:
+            continue
         for n, item in enumerate(group):
             near = group[max(0, n - 1) : n + 2]
             made.append(
@@ -318,11 +321,21 @@ def derived(items: Sequence[MemoryItem], namespace: str) -> list[MemoryItem]:
                 group[0].time,
                 "session",
                 None,
-                {"session": key},
+                {"session": key, "digest": digest},
                 tuple(i.id for i in group),
             )
         )
     return made
+
+
+def session_digest(group: Sequence[MemoryItem]) -> str:
+    """What a session's documents are made of (its turns' ids, speakers, times and texts,
+    in order), as a short hash."""
+    h = hashlib.sha256()
+    for item in group:
+        when = item.time.isoformat() if item.time else ""
+        h.update("\0".join((item.id, speaker(item), when, item.text)).encode() + b"\1")
+    return h.hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -335,6 +348,9 @@ class Lists:
     voices: list[str] = dataclasses.field(default_factory=list)
     members: list[str] = dataclasses.field(default_factory=list)
     """Turns naming a member of the category the question asks for (Rome for "cities")."""
+    facts: list[str] = dataclasses.field(default_factory=list)
+    """The turns that facts matching the question cite, in the facts' order (facts a model
+    extracted at import, :mod:`.extract`, kept in ``NAMESPACE~fact``)."""
 
 
 def plan(question: str, conv: Conversation) -> tuple[list[str], str | None, DateAsked | None]:
@@ -365,6 +381,7 @@ def rank(
     keyword = _credit(total, conv, lists.turns, weights.turns)
     window = _credit(total, conv, lists.windows, weights.windows)
     category = _credit(total, conv, lists.members, weights.category)
+    fact = _credit(total, conv, lists.facts, weights.facts)
     session_score = np.zeros(len(conv.sessions))
     index = {s: i for i, s in enumerate(conv.sessions)}
     session_rank = {index[key]: r for r, key in enumerate(lists.sessions, start=1) if key in index}
@@ -408,6 +425,7 @@ def rank(
                 ("keyword", keyword.get(turn)),
                 ("window", window.get(turn)),
                 ("category", category.get(turn)),
+                ("fact", fact.get(turn)),
                 ("session", session_rank.get(int(conv.session_of[turn]))),
                 ("voice", voice_rank.get(int(conv.voice_of[turn]))),
             )

@@ -407,6 +407,21 @@ class MemoryFilter:
     task_ids: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class MemoryChanges:
+    """What changed in a namespace after a generation (:meth:`Memories.memory_changes`)."""
+
+    generation: int
+    """The namespace's generation these changes reach: the ``after`` of the next call."""
+    items: list[MemoryItem]
+    """Each item written after ``after`` up to ``generation`` (added, replaced, or given a
+    vector), once, as it is now, in the order written: by generation, and the items of one
+    write in the order given (on PostgreSQL a replaced item comes before the write's new ones)."""
+    vectors: dict[str, bytes]
+    """When an embedder was named: that embedder's vector of each of those items that has
+    one, by item id (float32, little-endian)."""
+
+
 class Memories(_Closable, ABC):
     """Long-term memory. Every call names its user: one user's items are invisible to
     another's calls, whatever the namespace."""
@@ -472,6 +487,23 @@ class Memories(_Closable, ABC):
     def memory_generation(self, user_id: str, namespace: str) -> int:
         """A number that changes whenever the namespace's items or vectors do (what a
         process-local cache of its vectors is keyed on)."""
+
+    @abstractmethod
+    def memory_changes(
+        self, user_id: str, namespace: str, after: int, *, embedder: str | None = None
+    ) -> MemoryChanges:
+        """What changed in the namespace after generation ``after``: items added or replaced,
+        and items given a vector (they come again, with it when ``embedder`` is theirs). A
+        replaced item comes as its new version, without the vectors it lost.
+
+        How a process-local cache of a namespace follows it: read the generation, load the
+        namespace once (``latest_memories``, ``load_vectors``), then call this with the
+        generation read *before* that load, and again with each answer's ``generation``.
+        Items written before the store kept this feed (an older schema) come only from the
+        full load. Every write bumps the namespace's generation before it writes its rows
+        and stamps them with it; the generation row's lock serialises one namespace's
+        writers until they commit, so once a generation is visible every row stamped up to
+        it is too, and later writes are left for the next call."""
 
     def reindex_words(self, *, batch: int = 500) -> int:
         """Rewrite the keyword index of every item indexed otherwise than today's

@@ -3,7 +3,7 @@ Chinese), filtered, with vectors per embedder; one user never sees another's."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 import numpy as np
@@ -12,11 +12,12 @@ import pytest
 from ..errors import InvalidInput
 from ..model import MemoryItem
 from ..store import Memories, Stores
-from ..store.roles import MemoryFilter
+from ..store.roles import MemoryChanges, MemoryFilter
 from ..store.scripts import unfolded
 from ..store.terms import query_terms
+from ..store.turn_memory import InlineVectors, Remember
 from .fixtures import Conformance, required
-from .records import T0
+from .records import T0, create, new_task, said, session
 
 
 def item(
@@ -30,6 +31,14 @@ def words(
 ) -> list[str]:
     where = MemoryFilter(**kw) if kw else None  # type: ignore[arg-type]
     return [i for i, _ in memories.search_words(user, "chat", query_terms(query), k=k, where=where)]
+
+
+def vector(*values: float) -> bytes:
+    return np.array(values, dtype="<f4").tobytes()
+
+
+def changed(changes: MemoryChanges) -> list[tuple[str, str]]:
+    return [(m.id, m.text) for m in changes.items]
 
 
 class MemoryRoleTests(Conformance):
@@ -303,3 +312,104 @@ class MemoryRoleTests(Conformance):
             "t4",
         ]
         assert memories.latest_memories("bob", "chat", limit=9) == []
+
+    # -- the change feed ----------------------------------------------------------------
+    def test_changes_after_a_generation_are_the_items_written_since(
+        self, memories: Memories
+    ) -> None:
+        memories.put_memories([item("old", "before the cache loaded")], at=T0)
+        start = memories.memory_generation("alice", "chat")
+        memories.put_memories([item("c", "third"), item("a", "first"), item("b", "second")], at=T0)
+        memories.put_memories([item("d", "fourth", days=-9)], at=T0)  # older in time: still last
+        changes = memories.memory_changes("alice", "chat", start)
+        assert changed(changes) == [
+            ("c", "third"),
+            ("a", "first"),
+            ("b", "second"),
+            ("d", "fourth"),
+        ]
+        assert changes.generation == memories.memory_generation("alice", "chat") > start
+        assert changes.vectors == {}
+        [d] = [m for m in changes.items if m.id == "d"]
+        assert d == memories.get_memories("alice", "chat", ["d"])[0]  # the whole item
+        everything = memories.memory_changes("alice", "chat", 0)
+        assert [m.id for m in everything.items] == ["old", "c", "a", "b", "d"]
+        assert everything.generation == changes.generation
+        caught_up = memories.memory_changes("alice", "chat", changes.generation)
+        assert caught_up == MemoryChanges(changes.generation, [], {})
+        assert memories.memory_changes("carol", "chat", 0) == MemoryChanges(0, [], {})
+
+    def test_another_users_or_namespaces_writes_never_appear(self, memories: Memories) -> None:
+        memories.put_memories([item("x", "alice's")], at=T0)
+        mine = memories.memory_generation("alice", "chat")
+        memories.put_memories(
+            [item("x", "bob's", user="bob"), item("y", "alice's work", ns="work")], at=T0
+        )
+        memories.put_vectors("bob", "chat", "e1", [("x", vector(1, 0))])
+        memories.put_vectors("alice", "work", "e1", [("y", vector(0, 1))])
+        assert memories.memory_changes("alice", "chat", mine, embedder="e1") == MemoryChanges(
+            mine, [], {}
+        )
+        assert changed(memories.memory_changes("alice", "chat", 0)) == [("x", "alice's")]
+        bobs = memories.memory_changes("bob", "chat", 0, embedder="e1")
+        assert changed(bobs) == [("x", "bob's")] and bobs.vectors == {"x": vector(1, 0)}
+        work = memories.memory_changes("alice", "work", 0, embedder="e1")
+        assert changed(work) == [("y", "alice's work")] and work.vectors == {"y": vector(0, 1)}
+
+    def test_a_replaced_item_comes_once_as_its_new_version_without_its_old_vector(
+        self, memories: Memories
+    ) -> None:
+        memories.put_memories([item("a", "one"), item("b", "two")], at=T0)
+        memories.put_vectors("alice", "chat", "e1", [("a", vector(1, 0)), ("b", vector(0, 1))])
+        start = memories.memory_generation("alice", "chat")
+        memories.put_memories([item("a", "one, rewritten")], at=T0)
+        memories.put_memories([item("c", "three"), item("a", "one, rewritten again")], at=T0)
+        changes = memories.memory_changes("alice", "chat", start, embedder="e1")
+        # once each; within one write, PostgreSQL keeps a replaced item's place (its row)
+        assert sorted(changed(changes)) == [("a", "one, rewritten again"), ("c", "three")]
+        assert changes.vectors == {}  # a's vector went with its old text; b did not change
+        memories.put_vectors("alice", "chat", "e1", [("a", vector(2, 0))])
+        again = memories.memory_changes("alice", "chat", changes.generation, embedder="e1")
+        assert changed(again) == [("a", "one, rewritten again")]
+        assert again.vectors == {"a": vector(2, 0)}
+
+    def test_items_given_a_vector_come_again_with_it(self, memories: Memories) -> None:
+        memories.put_memories([item("a", "one"), item("b", "two"), item("c", "three")], at=T0)
+        start = memories.memory_generation("alice", "chat")
+        va, vb, vb2 = vector(1, 0), vector(0, 1), vector(5, 5, 5)
+        memories.put_vectors("alice", "chat", "e1", [("a", va), ("b", vb)])
+        middle = memories.memory_generation("alice", "chat")
+        memories.put_vectors("alice", "chat", "e2", [("b", vb2)])
+        memories.put_vectors("alice", "chat", "e1", [("nope", va)])  # no such item: none comes
+        e1 = memories.memory_changes("alice", "chat", start, embedder="e1")
+        assert [m.id for m in e1.items] == ["a", "b"]  # c was given no vector
+        assert e1.vectors == {"a": va, "b": vb}  # never another embedder's
+        e2 = memories.memory_changes("alice", "chat", start, embedder="e2")
+        assert [m.id for m in e2.items] == ["a", "b"] and e2.vectors == {"b": vb2}
+        assert memories.memory_changes("alice", "chat", start).vectors == {}
+        later = memories.memory_changes("alice", "chat", middle, embedder="e1")
+        assert [m.id for m in later.items] == ["b"] and later.vectors == {"b": vb}
+        assert later.generation == e1.generation == memories.memory_generation("alice", "chat")
+
+    def test_a_turns_commit_stamps_its_items(self, bundle: Stores, memories: Memories) -> None:
+        """A turn's items come in the feed, whether they ride in its commit or are written
+        right after it; with the vectors the commit made, and another user's never."""
+
+        def make(texts: Sequence[str]) -> list[bytes]:
+            return [vector(float(len(t)), 1) for t in texts]
+
+        remember = Remember("chat", InlineVectors("e1", make))
+        memories.put_memories([item("x", "before")], at=T0)
+        start = memories.memory_generation("alice", "chat")
+        talk = said("book a hotel", "which city?", task_id="t1")
+        create(bundle, new_task(), session=session(), messages=talk, remember=remember)
+        after_task = memories.memory_changes("alice", "chat", start, embedder="e1")
+        assert changed(after_task) == [("s1:1", "book a hotel"), ("s1:2", "which city?")]
+        assert after_task.vectors == {"s1:1": vector(12, 1), "s1:2": vector(11, 1)}
+        assert after_task.generation == memories.memory_generation("alice", "chat")
+        bob = said("hi", sid="s2", user="bob")
+        bundle.write_session(session("s2", user="bob"), bob, remember=remember)
+        bundle.write_session(None, said("no task"), remember=Remember("chat"))
+        later = memories.memory_changes("alice", "chat", after_task.generation, embedder="e1")
+        assert changed(later) == [("s1:3", "no task")] and later.vectors == {}
+        assert [m.id for m in memories.memory_changes("bob", "chat", 0).items] == ["s2:1"]

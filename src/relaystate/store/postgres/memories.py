@@ -4,7 +4,7 @@ ranked by ``ts_rank``; vectors as float32 ``bytea``, searched in the process lik
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -13,7 +13,7 @@ from psycopg.types.json import Jsonb
 
 from ...model import MemoryItem
 from ..keyword_rank import OwnerCounts, idf
-from ..roles import Memories, MemoryFilter
+from ..roles import Memories, MemoryChanges, MemoryFilter
 from ..scripts import fold, has_han
 from ..storable import refuse_unstorable, storable_items
 from ..terms import index_text
@@ -25,18 +25,47 @@ CONFIG = "english"
 they are."""
 
 _PUT = f"""
-INSERT INTO memories ({_COLUMNS}, words)
+INSERT INTO memories ({_COLUMNS}, words, changed)
 VALUES (%(id)s, %(user_id)s, %(namespace)s, %(text)s, %(at)s, %(source)s, %(task_id)s,
-        %(data)s, to_tsvector('{CONFIG}', %(words)s))
+        %(data)s, to_tsvector('{CONFIG}', %(words)s), %(changed)s)
 ON CONFLICT (user_id, namespace, id) DO UPDATE SET
     text = EXCLUDED.text, at = EXCLUDED.at, source = EXCLUDED.source,
     task_id = EXCLUDED.task_id, data = EXCLUDED.data, words = EXCLUDED.words,
-    embedded_by = NULL
+    embedded_by = NULL, changed = EXCLUDED.changed
 """
 _BUMP = """
 INSERT INTO memory_generations (user_id, namespace, generation) VALUES (%s, %s, 1)
 ON CONFLICT (user_id, namespace) DO UPDATE SET generation = memory_generations.generation + 1
+RETURNING generation
 """
+"""A write's first statement in a namespace: the new generation, to stamp its rows with.
+The row stays locked until the write commits, so one namespace's writers take their
+generations, and commit, one after another (see :meth:`PostgresMemories.memory_changes`)."""
+
+_STALE = f"""
+SELECT m.n, m.user_id, m.namespace
+FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS x (n, text, words)
+JOIN memories m ON m.n = x.n AND m.text = x.text
+WHERE m.words IS DISTINCT FROM to_tsvector('{CONFIG}', x.words)
+"""
+"""Which of a batch's items (n, text, words as indexed today) are indexed otherwise."""
+
+_M_COLUMNS = ", ".join(f"m.{c}" for c in _COLUMNS.split(", "))
+_CHANGED = f"""
+SELECT g.generation, {_M_COLUMNS}, {{vector}}
+FROM (SELECT coalesce((SELECT generation FROM memory_generations
+        WHERE user_id = %(u)s AND namespace = %(ns)s), 0) AS generation) AS g
+LEFT JOIN memories m ON m.user_id = %(u)s AND m.namespace = %(ns)s
+    AND m.changed > %(after)s AND m.changed <= g.generation
+{{join}}ORDER BY m.changed, m.n
+"""
+"""The namespace's generation (one row even when nothing changed), and the rows stamped
+after a generation up to it, by stamp then by row (the order written), in one snapshot."""
+_CHANGED_WITH_VECTORS = _CHANGED.format(
+    vector="v.vector",
+    join="LEFT JOIN memory_vectors v ON v.n = m.n AND v.embedder = %(e)s\n",
+)
+_CHANGED = _CHANGED.format(vector="NULL::bytea", join="")
 
 _HOLDING = f"""
 SELECT (SELECT generation FROM memory_generations WHERE user_id = %(u)s AND namespace = %(ns)s),
@@ -56,13 +85,13 @@ GROUP BY m.n, m.id ORDER BY score DESC, m.n LIMIT %s
 
 
 class PostgresMemories(Memories):
-    """The memory role over a PostgreSQL store's connections (schema step 5)."""
+    """The memory role over a PostgreSQL store's connections (schema steps 5 and 11)."""
 
     def __init__(self, connection: Callable[[], AbstractContextManager[Conn]]) -> None:
         self._connection = connection
         self._counts = OwnerCounts()
 
-    def _rows(self, sql: str, args: Sequence[object]) -> list[Any]:
+    def _rows(self, sql: str, args: Sequence[object] | Mapping[str, object]) -> list[Any]:
         with self._connection() as conn:
             return conn.execute(sql, args).fetchall()
 
@@ -70,6 +99,7 @@ class PostgresMemories(Memories):
         storable_items(items)
         touched = sorted({(i.user_id, i.namespace) for i in items})
         with self._connection() as conn, conn.transaction():
+            generations = {key: _bump(conn, *key) for key in touched}  # first, in one order
             for item in items:
                 old = conn.execute(
                     "SELECT n FROM memories WHERE user_id = %s AND namespace = %s AND id = %s",
@@ -77,9 +107,8 @@ class PostgresMemories(Memories):
                 ).fetchone()
                 if old is not None:  # a replaced item loses its vectors
                     conn.execute("DELETE FROM memory_vectors WHERE n = %s", old)
-                conn.execute(_PUT, _params(item, at))
-            for user_id, namespace in touched:
-                conn.execute(_BUMP, (user_id, namespace))
+                stamp = generations[item.user_id, item.namespace]
+                conn.execute(_PUT, {**_params(item, at), "changed": stamp})
         return len(items)
 
     def get_memories(self, user_id: str, namespace: str, ids: Sequence[str]) -> list[MemoryItem]:
@@ -155,6 +184,7 @@ class PostgresMemories(Memories):
         self, user_id: str, namespace: str, embedder: str, vectors: Sequence[tuple[str, bytes]]
     ) -> None:
         with self._connection() as conn, conn.transaction():
+            generation = _bump(conn, user_id, namespace)
             for item_id, blob in vectors:
                 conn.execute(
                     "INSERT INTO memory_vectors (n, embedder, vector)"
@@ -164,11 +194,10 @@ class PostgresMemories(Memories):
                     (embedder, blob, user_id, namespace, item_id),
                 )
                 conn.execute(
-                    "UPDATE memories SET embedded_by = %s"
+                    "UPDATE memories SET embedded_by = %s, changed = %s"
                     " WHERE user_id = %s AND namespace = %s AND id = %s",
-                    (embedder, user_id, namespace, item_id),
+                    (embedder, generation, user_id, namespace, item_id),
                 )
-            conn.execute(_BUMP, (user_id, namespace))
 
     def load_vectors(
         self, user_id: str, namespace: str, embedder: str, where: MemoryFilter | None = None
@@ -212,23 +241,24 @@ class PostgresMemories(Memories):
             if not rows:
                 return done
             after = rows[-1][0]
+            han = {n: (text, index_text(text)) for n, _, _, text in rows if has_han(text)}
+            if not han:
+                continue
             with self._connection() as conn, conn.transaction():
-                touched = set()
-                for n, user_id, namespace, text in rows:
-                    if not has_han(text):
-                        continue
-                    words = index_text(text)
-                    changed = conn.execute(  # unless a writer replaced the item meanwhile
+                # the stale rows, read without locking them: their generations are bumped
+                # first, as every writer does, so that no writer waits for this one in a circle
+                texts, words = zip(*han.values(), strict=True)
+                stale = conn.execute(_STALE, (list(han), list(texts), list(words))).fetchall()
+                for user_id, namespace in sorted({(u, ns) for _, u, ns in stale}):
+                    _bump(conn, user_id, namespace)  # the items stay as they were: no stamp
+                for n, _, _ in stale:
+                    text, indexed = han[n]
+                    done += conn.execute(  # unless a writer replaced the item meanwhile
                         f"UPDATE memories SET words = to_tsvector('{CONFIG}', %s)"
                         " WHERE n = %s AND text = %s"
                         f" AND words IS DISTINCT FROM to_tsvector('{CONFIG}', %s)",
-                        (words, n, text, words),
+                        (indexed, n, text, indexed),
                     ).rowcount
-                    if changed:
-                        touched.add((user_id, namespace))
-                        done += 1
-                for user_id, namespace in sorted(touched):
-                    conn.execute(_BUMP, (user_id, namespace))
 
     def memory_generation(self, user_id: str, namespace: str) -> int:
         rows = self._rows(
@@ -236,6 +266,29 @@ class PostgresMemories(Memories):
             (user_id, namespace),
         )
         return int(rows[0][0]) if rows else 0
+
+    def memory_changes(
+        self, user_id: str, namespace: str, after: int, *, embedder: str | None = None
+    ) -> MemoryChanges:
+        """One statement, one snapshot: its generation G, and the rows stamped in
+        (``after``, G]. Why none is missing under concurrent writers: each writer bumps the
+        generation first (an upsert that locks the namespace's row until it commits, and
+        reads the latest committed value once it has the lock) and stamps its rows with the
+        value it got. So the writer of G could only bump after the writer of G - 1 had
+        committed, and so on down: a snapshot that sees G sees every row stamped up to G.
+        A writer still running has a stamp above G, left for the next call (whose
+        ``after`` is G); a row stamped up to G and replaced since comes then, as it is."""
+        sql = _CHANGED_WITH_VECTORS if embedder is not None else _CHANGED
+        rows = self._rows(sql, {"u": user_id, "ns": namespace, "after": after, "e": embedder})
+        items = [_item(r[1:]) for r in rows if r[1] is not None]
+        vectors = {str(r[1]): bytes(r[-1]) for r in rows if r[-1] is not None}
+        return MemoryChanges(int(rows[0][0]), items, vectors)
+
+
+def _bump(conn: Conn, user_id: str, namespace: str) -> int:
+    row = conn.execute(_BUMP, (user_id, namespace)).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def _count(conn: Conn, user_id: str, namespace: str) -> int:

@@ -1,11 +1,12 @@
 """A turn's memory as parts of its commit statement on PostgreSQL.
 
 The commit is one statement of data-modifying CTEs (``t`` the task row, ``mn`` the turn's
-messages as numbered); these parts add the messages' long-term items with their
-``tsvector``, the namespace's generation, and the task's slots recorded against its open
-facts, all gated on ``t`` like the rest. The facts' advisory locks (the same keys as
-:meth:`PostgresWorkingMemory.record_facts`) are taken by a statement before it, in the same
-transaction: a statement reads the facts as of its start, so the lock must be held by then.
+messages as numbered); these parts add the namespace's generation, the messages' long-term
+items with their ``tsvector`` (stamped with that generation), and the task's slots recorded
+against its open facts, all gated on ``t`` like the rest. The facts' advisory locks (the
+same keys as :meth:`PostgresWorkingMemory.record_facts`) are taken by a statement before it,
+in the same transaction: a statement reads the facts as of its start, so the lock must be
+held by then.
 """
 
 from __future__ import annotations
@@ -22,27 +23,35 @@ from ..terms import index_text, node_key
 from ..turn_memory import TURN, Remember, subject
 from .memories import CONFIG
 
-ITEMS = f"""mo AS (
+ITEMS = f"""mg AS (
+    INSERT INTO memory_generations (user_id, namespace, generation)
+    SELECT DISTINCT user_id, %(remember)s::text, 1 FROM mn ORDER BY user_id
+    ON CONFLICT (user_id, namespace) DO UPDATE
+        SET generation = memory_generations.generation + 1
+    RETURNING user_id, generation
+),
+mo AS (
     DELETE FROM memory_vectors v USING memories m, mn
     WHERE v.n = m.n AND m.user_id = mn.user_id AND m.namespace = %(remember)s::text
         AND m.id = mn.session_id || ':' || mn.id
         AND v.embedder IS DISTINCT FROM %(vec_embedder)s::text
+        AND EXISTS (SELECT FROM mg)
 ),
 mm AS (
     INSERT INTO memories (id, user_id, namespace, text, at, source, task_id, data, words,
-        embedded_by)
+        embedded_by, changed)
     SELECT mn.session_id || ':' || mn.id, mn.user_id, %(remember)s::text, mn.text,
         mn.created_at, '{TURN}', coalesce(mn.task_id, %(remember_task)s::text),
         jsonb_build_object(
             'metadata',
             jsonb_build_object('session', mn.session_id, 'role', mn.role, 'message', mn.id),
             'cites', '[]'::jsonb, 'added_at', mn.added_at),
-        to_tsvector('{CONFIG}', mn.words), %(vec_embedder)s::text
-    FROM mn
+        to_tsvector('{CONFIG}', mn.words), %(vec_embedder)s::text, mg.generation
+    FROM mn JOIN mg USING (user_id)
     ON CONFLICT (user_id, namespace, id) DO UPDATE SET
         text = EXCLUDED.text, at = EXCLUDED.at, source = EXCLUDED.source,
         task_id = EXCLUDED.task_id, data = EXCLUDED.data, words = EXCLUDED.words,
-        embedded_by = EXCLUDED.embedded_by
+        embedded_by = EXCLUDED.embedded_by, changed = EXCLUDED.changed
     RETURNING n, id
 ),
 mv AS (
@@ -51,15 +60,12 @@ mv AS (
     FROM mm JOIN mn ON mm.id = mn.session_id || ':' || mn.id
     WHERE %(vec_embedder)s::text IS NOT NULL
     ON CONFLICT (n, embedder) DO UPDATE SET vector = EXCLUDED.vector
-),
-mg AS (
-    INSERT INTO memory_generations (user_id, namespace, generation)
-    SELECT DISTINCT user_id, %(remember)s::text, 1 FROM mn
-    ON CONFLICT (user_id, namespace) DO UPDATE
-        SET generation = memory_generations.generation + 1
 )"""
 """The messages' long-term items (replacing any of the same id, whose vectors go), and
-their vectors when the commit brings them."""
+their vectors when the commit brings them. ``mg`` bumps the namespace's generation first
+(its row locked until the commit, as every writer of the namespace does first) and ``mm``
+stamps the items with the new one, reading it from ``mg``'s RETURNING: the change feed
+(:meth:`~relaystate.store.roles.Memories.memory_changes`)."""
 
 FACTS = """fs AS (
     SELECT f->>'p' AS predicate, f->'o' AS object, f->>'node' AS node

@@ -20,15 +20,15 @@ from typing import Any
 
 from ...model import MemoryItem, from_iso, to_iso
 from ..keyword_rank import OwnerCounts, idf
-from ..roles import Memories, MemoryFilter
+from ..roles import Memories, MemoryChanges, MemoryFilter
 from ..scripts import fold, has_han
 from ..storable import refuse_unstorable, storable_items
 from ..terms import fts5_query, index_text
 from .connection import Read, Tx, statements
 
 _COLUMNS = "id, user_id, namespace, text, at, source, task_id, data"
-MEMORY_STEPS = (6, 7)
-"""The SQLite schema steps of long-term and working memory."""
+MEMORY_STEPS = (6, 7, 12)
+"""The SQLite schema steps of long-term and working memory (and of memory's change feed)."""
 
 
 def owner_token(user_id: str, namespace: str) -> str:
@@ -38,7 +38,7 @@ def owner_token(user_id: str, namespace: str) -> str:
 
 
 class SQLiteMemories(Memories):
-    """The memory role over a SQLite connection whose schema has step 6."""
+    """The memory role over a SQLite connection whose schema has steps 6 and 12."""
 
     def __init__(self, tx: Tx, read: Read) -> None:
         self._tx, self._read = tx, read
@@ -146,6 +146,7 @@ class SQLiteMemories(Memories):
         self, user_id: str, namespace: str, embedder: str, vectors: Sequence[tuple[str, bytes]]
     ) -> None:
         with self._tx() as db:
+            generation = _bump(db, {(user_id, namespace)})[user_id, namespace]
             for item_id, blob in vectors:
                 db.execute(
                     "INSERT OR REPLACE INTO memory_vectors (n, embedder, vector)"
@@ -154,11 +155,10 @@ class SQLiteMemories(Memories):
                     (embedder, blob, user_id, namespace, item_id),
                 )
                 db.execute(
-                    "UPDATE memories SET embedded_by = ?"
+                    "UPDATE memories SET embedded_by = ?, changed = ?"
                     " WHERE user_id = ? AND namespace = ? AND id = ?",
-                    (embedder, user_id, namespace, item_id),
+                    (embedder, generation, user_id, namespace, item_id),
                 )
-            _bump(db, {(user_id, namespace)})
 
     def load_vectors(
         self, user_id: str, namespace: str, embedder: str, where: MemoryFilter | None = None
@@ -224,9 +224,42 @@ class SQLiteMemories(Memories):
         )
         return int(rows[0][0]) if rows else 0
 
+    def memory_changes(
+        self, user_id: str, namespace: str, after: int, *, embedder: str | None = None
+    ) -> MemoryChanges:
+        """One statement, so the generation and the rows come from one snapshot (writers
+        are serialised by the database's write lock, and each stamps its rows with the
+        generation it bumped to first: every stamp up to the one read is committed)."""
+        sql = _CHANGED_WITH_VECTORS if embedder is not None else _CHANGED
+        rows = self._read(sql, (user_id, namespace, embedder, after))
+        generation = int(rows[0][0])
+        items = [_item(r[1:]) for r in rows if r[1] is not None]
+        vectors = {str(r[1]): bytes(r[-1]) for r in rows if r[-1] is not None}
+        return MemoryChanges(generation, items, vectors)
+
+
+_CHANGED = """
+SELECT g.generation, {columns}, {vector}
+FROM (SELECT coalesce((SELECT generation FROM memory_generations
+        WHERE user_id = ?1 AND namespace = ?2), 0) AS generation, ?3 AS embedder) AS g
+LEFT JOIN memories m ON m.user_id = ?1 AND m.namespace = ?2
+    AND m.changed > ?4 AND m.changed <= g.generation
+{join}ORDER BY m.changed, m.n
+"""
+"""The namespace's generation (one row even when nothing changed), and the rows stamped
+after a generation up to it, by stamp then by row (the order written): by the index on
+``(user_id, namespace, changed)``."""
+_M_COLUMNS = ", ".join(f"m.{c}" for c in _COLUMNS.split(", "))
+_CHANGED_WITH_VECTORS = _CHANGED.format(
+    columns=_M_COLUMNS,
+    vector="v.vector",
+    join="LEFT JOIN memory_vectors v ON v.n = m.n AND v.embedder = g.embedder\n",
+)
+_CHANGED = _CHANGED.format(columns=_M_COLUMNS, vector="NULL", join="")
+
 
 def private_database() -> tuple[Tx, Read, Callable[[], None]]:
-    """A private in-memory SQLite database with the memory tables (schema steps 6 and 7),
+    """A private in-memory SQLite database with the memory tables (schema steps 6, 7, 12),
     for ``memory://`` stores: how to write, how to read, how to close it."""
     from .. import schema
 
@@ -268,8 +301,9 @@ def put_in(
 ) -> None:
     """Add or replace items and their keyword index rows in the caller's transaction (the
     turn's commit, or :meth:`SQLiteMemories.put_memories`); ``at`` None: each item's time.
-    ``vectors``: an embedder's name and one blob per item, written with them."""
-    touched: set[tuple[str, str]] = set()
+    ``vectors``: an embedder's name and one blob per item, written with them. Each
+    namespace's generation is bumped first, and its rows are stamped with the new one."""
+    generations = _bump(db, {(item.user_id, item.namespace) for item in items})
     blobs = vectors[1] if vectors is not None else [None] * len(items)
     for item, blob in zip(items, blobs, strict=True):
         old = db.execute(
@@ -281,8 +315,13 @@ def put_in(
             db.execute("DELETE FROM memory_vectors WHERE n = ?", old)
             db.execute("DELETE FROM memories WHERE n = ?", old)
         n = db.execute(
-            f"INSERT INTO memories ({_COLUMNS}, embedded_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*_row(item, at if at is not None else item.time), vectors and vectors[0]),
+            f"INSERT INTO memories ({_COLUMNS}, embedded_by, changed)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                *_row(item, at if at is not None else item.time),
+                vectors and vectors[0],
+                generations[item.user_id, item.namespace],
+            ),
         ).lastrowid
         db.execute(
             "INSERT INTO memories_fts (rowid, owner, words) VALUES (?, ?, ?)",
@@ -293,17 +332,20 @@ def put_in(
                 "INSERT INTO memory_vectors (n, embedder, vector) VALUES (?, ?, ?)",
                 (n, vectors[0], blob),
             )
-        touched.add((item.user_id, item.namespace))
-    _bump(db, touched)
 
 
-def _bump(db: sqlite3.Connection, touched: set[tuple[str, str]]) -> None:
-    for user_id, namespace in touched:
-        db.execute(
+def _bump(db: sqlite3.Connection, touched: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """Move each namespace's generation on; the new ones, to stamp the rows written next."""
+    generations = {}
+    for user_id, namespace in sorted(touched):
+        [(generation,)] = db.execute(
             "INSERT INTO memory_generations (user_id, namespace, generation) VALUES (?, ?, 1)"
-            " ON CONFLICT (user_id, namespace) DO UPDATE SET generation = generation + 1",
+            " ON CONFLICT (user_id, namespace) DO UPDATE SET generation = generation + 1"
+            " RETURNING generation",
             (user_id, namespace),
-        )
+        ).fetchall()
+        generations[user_id, namespace] = int(generation)
+    return generations
 
 
 def _filter(where: MemoryFilter) -> tuple[str, list[object]]:
