@@ -471,6 +471,11 @@ def test_import_with_an_extractor_writes_facts_and_says_how_many(
     try:
         graph = MemoryGraph(opened.working, clock=lambda: T0)
         assert {r.fact.object for r in graph.around(USER, "Caroline")} == {"Lisbon", "Acme"}
+        # and search finds a turn by its fact: kept beside the namespace, credited to it
+        found = LongTermMemory(opened.memories, clock=lambda: T0).search(
+            Scope.user(USER), NS, "who painted a sunrise?", k=3
+        )
+        assert found[0].item.id == "D1:2" and found[0].ranks.get("fact") == 1
     finally:
         opened.close()
 

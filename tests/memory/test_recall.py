@@ -181,3 +181,22 @@ def test_dates_a_question_names(question: str, fits: date, misses: date) -> None
 def test_may_the_verb_is_no_date() -> None:
     assert date_asked("May I ask what you painted?") is None
     assert date_asked("What is the capital of France?") is None
+
+
+def test_a_kept_fact_credits_the_turn_it_cites(memory: LongTermMemory) -> None:
+    """A fact a model extracted (words the turn itself may not have: "adopted" for "did you
+    bring someone home?... a little beagle") finds its turn in layered search."""
+    from relaystate.memory.extract import ExtractedFact, fact_items
+
+    memory.build_layers(ME, "chat")
+    question = "Who did Caroline adopt?"
+    before = memory.search(ME, "chat", question, k=8)
+    assert not before or before[0].item.id != "D1:3"  # no turn says "adopt"
+    fact = ExtractedFact("Caroline", "adopted", "Oscar", None, None, "D1:3")
+    assert memory.keep_facts(ME, "chat", fact_items([fact], "chat")) == 1
+    after = memory.search(ME, "chat", question, k=8)
+    assert after[0].item.id == "D1:3" and after[0].ranks["fact"] == 1
+    assert all("fact" not in h.ranks for h in after[1:])
+    # another user's facts are not this user's
+    other = memory.search(Scope.user("u2"), "chat", question, k=8)
+    assert all("fact" not in h.ranks for h in other)

@@ -82,7 +82,7 @@ def import_items(ns: argparse.Namespace) -> None:
     """Every line is checked before anything is written: a bad file changes nothing."""
     from rich.progress import Progress
 
-    from ..memory.extract import extract_into_graph, extractor_from_config
+    from ..memory.extract import extract_into_graph, extractor_from_config, fact_items
     from ..memory.graph import MemoryGraph
     from ..memory.longterm import checked_items
     from ..scope import Scope
@@ -115,6 +115,8 @@ def import_items(ns: argparse.Namespace) -> None:
                 facts = extract_into_graph(
                     graph, ns.user, items, extractor, progress=lambda n: bar.advance(task, n)
                 )
+                # and for search: layered recall credits a matching fact to its turn
+                memory.keep_facts(scope, ns.namespace, fact_items(facts, ns.namespace))
         total = memory.count(scope, ns.namespace)
     if opts.as_json:
         done: dict[str, Any] = {
