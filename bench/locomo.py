@@ -55,11 +55,11 @@ from locomo_data import (
     DiskEmbeddingCache,
     LoadStats,
     Question,
+    items_of,
     load,
     mean_scores,
     score,
     seed_from_lab,
-    session_time,
 )
 from rich.console import Console
 from rich.table import Table
@@ -76,7 +76,6 @@ from relaystate.memory.embed import (
 )
 from relaystate.memory.longterm import LongTermMemory, Mode
 from relaystate.memory.tokens import TokenCounter, default_counter
-from relaystate.model import MemoryItem
 
 NAMESPACE = "locomo"
 K = 20
@@ -166,23 +165,6 @@ def setups(names: Sequence[str]) -> list[Setup]:
 
 
 # -- one conversation --------------------------------------------------------------------------
-def items_of(conv: Conversation) -> list[list[MemoryItem]]:
-    """The conversation's items, one list per session, in order."""
-    sessions: dict[int, list[MemoryItem]] = {}
-    for t in conv.turns:
-        sessions.setdefault(t.session, []).append(
-            MemoryItem(
-                t.dia_id,
-                conv.cid,
-                NAMESPACE,
-                t.body,
-                session_time(t.date),
-                metadata={"session": str(t.session), "speaker": t.speaker},
-            )
-        )
-    return list(sessions.values())
-
-
 def ingest(
     conv: Conversation,
     memories: dict[str, LongTermMemory],

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from relaystate.model import MemoryItem
+
 HERE = Path(__file__).resolve().parent
 DATA = Path(os.environ.get("LOCOMO_PATH", "/work/shared/data/locomo-dev.json"))
 CACHE_DIR = HERE / ".cache"
@@ -145,6 +147,25 @@ def load(path: Path = DATA) -> tuple[list[Conversation], list[Question], LoadSta
 def session_time(date: str) -> datetime:
     """``1:56 pm on 8 May, 2023`` -> 2023-05-08 13:56 UTC."""
     return datetime.strptime(date.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def items_of(conv: Conversation, namespace: str = "locomo") -> list[list[MemoryItem]]:
+    """The conversation's items, one list per session, in order: id = the dia_id, text =
+    ``speaker: text`` (+ the image caption), time = the session's date, metadata = session
+    number and speaker; the user is the conversation's id."""
+    sessions: dict[int, list[MemoryItem]] = {}
+    for t in conv.turns:
+        sessions.setdefault(t.session, []).append(
+            MemoryItem(
+                t.dia_id,
+                conv.cid,
+                namespace,
+                t.body,
+                session_time(t.date),
+                metadata={"session": str(t.session), "speaker": t.speaker},
+            )
+        )
+    return list(sessions.values())
 
 
 def score(ranked: Sequence[str], evidence: Iterable[str]) -> dict[str, float]:

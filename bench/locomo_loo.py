@@ -44,7 +44,14 @@ from typing import Any
 
 import numpy as np
 from benchlib import HERE, facts_line, machine_facts, make_console, progress_bar, write_json
-from locomo_data import DATA, Conversation, DiskEmbeddingCache, Question, load, session_time
+from locomo_data import (
+    DATA,
+    Conversation,
+    DiskEmbeddingCache,
+    Question,
+    items_of,
+    load,
+)
 from rich.console import Console
 from rich.table import Table
 
@@ -58,7 +65,6 @@ from relaystate.memory.embed import (
 )
 from relaystate.memory.longterm import LongTermMemory
 from relaystate.memory.recall import DEFAULT_WEIGHTS, Weights, rank
-from relaystate.model import MemoryItem
 
 DEV2 = HERE / "data" / "dev2.json"
 NAMESPACE = "loo"
@@ -243,23 +249,6 @@ class Run:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def items_of(conv: Conversation) -> list[list[MemoryItem]]:
-    """The conversation's items, one list per session, in order (as bench/locomo.py)."""
-    sessions: dict[int, list[MemoryItem]] = {}
-    for t in conv.turns:
-        sessions.setdefault(t.session, []).append(
-            MemoryItem(
-                t.dia_id,
-                conv.cid,
-                NAMESPACE,
-                t.body,
-                session_time(t.date),
-                metadata={"session": str(t.session), "speaker": t.speaker},
-            )
-        )
-    return list(sessions.values())
-
-
 def score_conversation(
     conv: Conversation,
     questions: Sequence[Question],
@@ -280,7 +269,7 @@ def score_conversation(
         first = next(iter(memories.values()))
         with progress_bar(console) as progress:
             bar = progress.add_task(f"{conv.cid}: adding turns", total=len(conv.turns))
-            for part in items_of(conv):
+            for part in items_of(conv, NAMESPACE):
                 first.add(scope, NAMESPACE, part, progress=lambda n: progress.advance(bar, n))
             for name, memory in memories.items():
                 bar = progress.add_task(f"{conv.cid}: embedding ({name})", total=len(conv.turns))

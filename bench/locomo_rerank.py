@@ -34,6 +34,7 @@ from locomo_data import (
     Conversation,
     DiskEmbeddingCache,
     Question,
+    items_of,
     load,
     mean_scores,
     score,
@@ -54,7 +55,6 @@ from relaystate.memory.embed import (
 )
 from relaystate.memory.longterm import LongTermMemory
 from relaystate.memory.rerank import Reranker, WindowReranker
-from relaystate.model import MemoryItem
 from relaystate.store import Stores
 
 NAMESPACE = "locomo"
@@ -82,22 +82,6 @@ class Result:
     name: str
     rows: list[dict[str, Any]] = field(default_factory=list)
     ms: list[float] = field(default_factory=list)
-
-
-def items_of(conv: Conversation) -> list[list[MemoryItem]]:
-    sessions: dict[int, list[MemoryItem]] = {}
-    for t in conv.turns:
-        sessions.setdefault(t.session, []).append(
-            MemoryItem(
-                t.dia_id,
-                conv.cid,
-                NAMESPACE,
-                t.body,
-                session_time(t.date),
-                metadata={"session": str(t.session), "speaker": t.speaker},
-            )
-        )
-    return list(sessions.values())
 
 
 def prepare(

@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import ConfigError, InvalidInput, RelaystateError
+from ..specs import Spec
 from ..store.scripts import fold
 
 log = logging.getLogger(__name__)
@@ -627,9 +628,7 @@ def embedder_from_config(
     if family == "e5" and not rest:
         return LocalE5Embedder()
     if family in ("openai", "openai-e5"):
-        model, at, base_url = rest.partition("@")
-        if not model.strip() or not at or not base_url.strip():
-            raise ConfigError(f"{setting}: write {family}:MODEL@BASE_URL, not {text!r}")
+        model, base_url = Spec(text, setting).model_at()
         prefixes = E5_PREFIXES if family == "openai-e5" else ("", "")
         try:
             return OpenAIEmbedder(

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigError, InvalidInput
 from ..model import Fact, MemoryItem
+from ..specs import read_spec
 from ..store.scripts import fold
 from ..store.terms import CJK_RUN
 
@@ -259,22 +260,20 @@ def extractor_from_config(
     A spec it cannot read raises :class:`ConfigError` naming the setting.
     """
     env = os.environ if environ is None else environ
-    setting = "extractor spec" if spec is not None else ENV_EXTRACTOR
-    text = (spec if spec is not None else env.get(ENV_EXTRACTOR, "")).strip()
-    if not text or text.lower() == "none":
+    found = read_spec(spec, env, ENV_EXTRACTOR, kind="extractor")
+    if found is None:
         return None
-    family, _, rest = text.partition(":")
-    if family.lower() == "openai":
-        model, at, base_url = rest.partition("@")
-        if not model.strip() or not at or not base_url.strip():
-            raise ConfigError(f"{setting}: write openai:MODEL@BASE_URL, not {text!r}")
+    if found.family == "openai":
+        model, base_url = found.model_at()
         try:
             return ChatFactExtractor(
                 base_url, model, env.get(ENV_EXTRACTOR_API_KEY, "").strip() or None
             )
         except ValueError as exc:
-            raise ConfigError(f"{setting}: {exc}") from None
-    raise ConfigError(f"{setting}: {text!r} is no extractor; use none or openai:MODEL@BASE_URL")
+            raise ConfigError(f"{found.setting}: {exc}") from None
+    raise ConfigError(
+        f"{found.setting}: {found.text!r} is no extractor; use none or openai:MODEL@BASE_URL"
+    )
 
 
 # -- checking ----------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import ConfigError, RelaystateError
+from ..specs import read_spec
 from .embed import Embedder, EmbeddingError, cosine
 
 log = logging.getLogger(__name__)
@@ -259,12 +260,10 @@ def reranker_from_config(
     raises :class:`ConfigError` naming the setting.
     """
     env = os.environ if environ is None else environ
-    setting = "reranker spec" if spec is not None else ENV_RERANKER
-    text = (spec if spec is not None else env.get(ENV_RERANKER, "")).strip()
-    if not text or text.lower() == "none":
+    found = read_spec(spec, env, ENV_RERANKER, kind="reranker")
+    if found is None:
         return None
-    family, _, rest = text.partition(":")
-    family = family.lower()
+    family, rest = found.family, found.rest
     key = env.get(ENV_RERANKER_API_KEY, "").strip() or None
     try:
         if family == "e5-windows" and not rest:
@@ -274,17 +273,15 @@ def reranker_from_config(
         if family == "tei" and rest.strip():
             return HTTPReranker(rest, None, key, flavour="tei")
         if family in ("cohere", "jina"):
-            model, at, base_url = rest.partition("@")
-            if not model.strip() or not at or not base_url.strip():
-                raise ConfigError(f"{setting}: write {family}:MODEL@BASE_URL, not {text!r}")
+            model, base_url = found.model_at()
             return HTTPReranker(base_url, model, key, flavour="cohere")
     except ValueError as exc:
         if isinstance(exc, ConfigError):
             raise
-        raise ConfigError(f"{setting}: {exc}") from None
+        raise ConfigError(f"{found.setting}: {exc}") from None
     raise ConfigError(
-        f"{setting}: {text!r} is no reranker; use none, tei:BASE_URL, cohere:MODEL@BASE_URL, "
-        "jina:MODEL@BASE_URL or e5-windows"
+        f"{found.setting}: {found.text!r} is no reranker; use none, tei:BASE_URL, "
+        "cohere:MODEL@BASE_URL, jina:MODEL@BASE_URL or e5-windows"
     )
 
 

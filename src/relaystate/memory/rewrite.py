@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import ConfigError
+from ..specs import read_spec
 
 if TYPE_CHECKING:
     from ..llm.openai import OpenAICompatibleModel
@@ -162,22 +163,20 @@ def rewriter_from_config(
     A spec it cannot read raises :class:`ConfigError` naming the setting.
     """
     env = os.environ if environ is None else environ
-    setting = "rewriter spec" if spec is not None else ENV_REWRITER
-    text = (spec if spec is not None else env.get(ENV_REWRITER, "")).strip()
-    if not text or text.lower() == "none":
+    found = read_spec(spec, env, ENV_REWRITER, kind="rewriter")
+    if found is None:
         return None
-    family, _, rest = text.partition(":")
-    if family.lower() == "openai":
-        model, at, base_url = rest.partition("@")
-        if not model.strip() or not at or not base_url.strip():
-            raise ConfigError(f"{setting}: write openai:MODEL@BASE_URL, not {text!r}")
+    if found.family == "openai":
+        model, base_url = found.model_at()
         try:
             return ChatQueryRewriter(
                 base_url, model, env.get(ENV_REWRITER_API_KEY, "").strip() or None
             )
         except ValueError as exc:
-            raise ConfigError(f"{setting}: {exc}") from None
-    raise ConfigError(f"{setting}: {text!r} is no rewriter; use none or openai:MODEL@BASE_URL")
+            raise ConfigError(f"{found.setting}: {exc}") from None
+    raise ConfigError(
+        f"{found.setting}: {found.text!r} is no rewriter; use none or openai:MODEL@BASE_URL"
+    )
 
 
 __all__ = [
