@@ -16,7 +16,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "relaystate"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "model", "scope", "inputs", "failpoints", "render", "version"),  # the leaves
+    ("errors", "model", "scope", "inputs", "failpoints", "render", "version", "specs"),  # leaves
     ("task",),
     ("actions",),
     ("store",),

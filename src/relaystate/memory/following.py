@@ -200,25 +200,26 @@ def with_rows(conv: Conversation, rows: Rows) -> Conversation:
     if not conv.ids or not rows.dim or not any(i in rows.at for i in conv.ids):
         return conv
     n, dim = len(conv.ids), rows.dim
+    at = np.fromiter((rows.at.get(i, -1) for i in conv.ids), dtype=np.int64, count=n)
+    have = at >= 0
     vbuf = _buffer(n, dim)
-    for p, item_id in enumerate(conv.ids):
-        at = rows.at.get(item_id)
-        if at is not None:
-            vbuf[p] = rows.matrix[at]
     v = vbuf[:n]
-    same_prev = np.r_[False, conv.session_of[1:] == conv.session_of[:-1]]
-    same_next = np.r_[conv.session_of[:-1] == conv.session_of[1:], False]
-    prev = np.vstack([v[:1] * 0, v[:-1]]) * same_prev[:, None]
-    nxt = np.vstack([v[1:], v[:1] * 0]) * same_next[:, None]
+    v[have] = rows.matrix[at[have]]
+    same = conv.session_of[1:] == conv.session_of[:-1]  # turn p and p + 1 share a session
     cbuf = _buffer(n, dim)
-    cbuf[:n] = _normalised(v + 0.5 * prev + 0.5 * nxt)
+    context = cbuf[:n]
+    context[:] = v
+    context[1:] += 0.5 * v[:-1] * same[:, None]
+    context[:-1] += 0.5 * v[1:] * same[:, None]
+    norms = np.linalg.norm(context, axis=1, keepdims=True)
+    context /= np.where(norms == 0, 1, norms)
     sums = np.zeros((len(conv.sessions), dim), dtype=np.float32)
     starts = np.flatnonzero(np.r_[True, conv.session_of[1:] != conv.session_of[:-1]])
     sums[conv.session_of[starts]] = np.add.reduceat(v, starts, axis=0)
     return dataclasses.replace(
         conv,
         vectors=v,
-        context=cbuf[:n],
+        context=context,
         centroids=_normalised(sums),
         _buffers=(vbuf, cbuf, sums),
     )
@@ -243,7 +244,7 @@ def extended(conv: Conversation, added: Sequence[MemoryItem], rows: Rows) -> Con
             if key != last:
                 return None
             continue
-        start = item.time.timestamp() if item.time else math.inf
+        start = item.time.timestamp() if item.time else -math.inf
         if starts and start < starts[-1]:
             return None
         sessions[key] = len(names)

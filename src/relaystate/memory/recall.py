@@ -177,7 +177,7 @@ class Conversation:
     context: np.ndarray | None = None
     centroids: np.ndarray | None = None
     session_starts: list[float] = dataclasses.field(default_factory=list)
-    """When each session began (a POSIX time; inf for none): where a new session goes."""
+    """When each session began (a POSIX time; -inf for none): where a new session goes."""
     _forms: dict[str, frozenset[str]] | None = dataclasses.field(default=None, repr=False)
     _buffers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = dataclasses.field(
         default=None, repr=False
@@ -204,7 +204,7 @@ class Conversation:
             if key not in sessions:
                 sessions[key] = len(sessions)
                 days.append(item.time.date() if item.time else None)
-                starts.append(item.time.timestamp() if item.time else math.inf)
+                starts.append(item.time.timestamp() if item.time else -math.inf)
         voices: dict[str, int] = {}
         for item in ordered:
             voices.setdefault(voice_id(session_key(item), speaker(item)), len(voices))
@@ -259,8 +259,11 @@ def ordered_turns(items: Sequence[MemoryItem]) -> list[MemoryItem]:
 
 
 def _when(start: tuple[datetime | None, int]) -> tuple[float, int]:
+    """Sessions without a time first (as the store orders items): then a live
+    conversation's newest session, which has a time, is the last, where a new turn is
+    appended without rebuilding anything (:mod:`.following`)."""
     moment, order = start
-    return (moment.timestamp() if moment else float("inf"), order)
+    return (moment.timestamp() if moment else -math.inf, order)
 
 
 def derived(
