@@ -1,6 +1,7 @@
 """``relaystate info``: what this installation would use, in one screen: the store (and
 where the default one is on disk), its schema version and its Tasks by status, the session
-cache, the build, the task types ``--app`` gives, the embedder. It never creates a store."""
+cache, the build, the task types ``--app`` gives, the models of memory (embedder, reranker,
+rewriter, extractor; never their keys). It never creates a store."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def info(ns: argparse.Namespace) -> None:
         "templates": [f"{t.type} v{t.version}" for t in opts.templates()],
         "app": opts.app_ref or "the demo agents (--app module:function for yours)",
         "embedder": _embedder(),
+        **{role: _model(role) for role in MODELS},
     }
     try:
         with opts.runtime(create=False, templates=False) as rt:
@@ -81,6 +83,7 @@ def _print(found: dict[str, Any]) -> None:
         f"templates  {', '.join(found['templates'])}",
         f"  from     {found['app']}",
         f"embedder   {found['embedder']}",
+        *(f"{role:<10} {found[role]}" for role in MODELS),
     ]
     sys.stdout.write("\n".join(lines) + "\n")
 
@@ -118,6 +121,45 @@ def _redacted(url: str) -> str:
     from ..store import shown_url
 
     return shown_url(url)
+
+
+MODELS = ("reranker", "rewriter", "extractor")
+"""The optional models of memory search and import, each set by ``RELAYSTATE_<ROLE>``."""
+
+
+def _model(role: str) -> str:
+    """What ``RELAYSTATE_<ROLE>`` configures (as ``serve`` and ``memory`` would read it),
+    whether its key is set (never the key), or why the setting cannot be used."""
+    from ..errors import ConfigError
+
+    env, key_env = f"RELAYSTATE_{role.upper()}", f"RELAYSTATE_{role.upper()}_API_KEY"
+    chosen = os.environ.get(env, "").strip()
+    if not chosen or chosen.lower() == "none":
+        return f"none (${env} or --{role} to change it)"
+    key = os.environ.get(key_env, "").strip()
+    try:
+        if chosen.lower() != "e5-windows":  # that one would load the model: not to look
+            _configured(role, chosen)
+    except ConfigError as exc:
+        said = f"unusable: {exc}"
+    else:
+        keyed = f"; key from ${key_env}" if key else ""
+        said = f"{chosen} (from ${env}{keyed})"
+    return said.replace(key, "***") if len(key) >= 4 else said  # should the spec hold it
+
+
+def _configured(role: str, spec: str) -> object:
+    """The model ``spec`` names, built (HTTP clients connect to nothing until asked)."""
+    from ..memory.extract import extractor_from_config
+    from ..memory.rerank import reranker_from_config
+    from ..memory.rewrite import rewriter_from_config
+
+    env = {f"RELAYSTATE_{role.upper()}": spec}
+    if role == "reranker":
+        return reranker_from_config(None, environ=env)
+    if role == "rewriter":
+        return rewriter_from_config(None, environ=env)
+    return extractor_from_config(None, env)
 
 
 def _embedder() -> str:

@@ -53,6 +53,24 @@ def register(commands: Any) -> None:
         "embedding in the background, else hash, inline with the turn).",
     )
     p.add_argument(
+        "--reranker",
+        help="Orders memory search's top hits again: none, tei:BASE_URL, "
+        "cohere:MODEL@BASE_URL, jina:MODEL@BASE_URL or e5-windows (key: "
+        "$RELAYSTATE_RERANKER_API_KEY); default $RELAYSTATE_RERANKER, else none.",
+    )
+    p.add_argument(
+        "--rewriter",
+        help="Splits a memory search's question into searches: none or "
+        "openai:MODEL@BASE_URL (key: $RELAYSTATE_REWRITER_API_KEY); default "
+        "$RELAYSTATE_REWRITER, else none.",
+    )
+    p.add_argument(
+        "--extractor",
+        help="Facts of the memory items the API adds, extracted into the memory graph in "
+        "the background: none or openai:MODEL@BASE_URL (key: "
+        "$RELAYSTATE_EXTRACTOR_API_KEY); default $RELAYSTATE_EXTRACTOR, else none.",
+    )
+    p.add_argument(
         "--workers",
         type=_workers,
         default=1,
@@ -107,20 +125,23 @@ def serve(ns: argparse.Namespace) -> None:
     The demo key replaces the one an earlier ``serve`` printed (that one is revoked). With
     ``--workers N``, N processes serve on the one socket (:mod:`.prefork`)."""
     opts = Options.parse(ns)
+    models = _models(ns)  # a bad spec is one error line, before the port or the store
     listening = _listen(ns.host, ns.port)
     try:
         if ns.workers == 1:
             with opts.runtime(execute=ns.execute) as rt:
                 _announce(ns, rt)
-                _run(ns, rt, listening)
+                _run(ns, rt, listening, models)
             return
         with opts.runtime(execute=ns.execute) as rt:  # the schema, the key: once, up front
             _announce(ns, rt)
         from . import prefork
 
+        del models  # checked; each child makes its own (a local model is not forked)
+
         def child() -> None:
             with opts.runtime(execute=ns.execute) as own:
-                _run(ns, own, listening)
+                _run(ns, own, listening, _models(ns))
 
         code = prefork.run(ns.workers, child)
         if code:
@@ -139,7 +160,21 @@ def _announce(ns: argparse.Namespace, rt: Any) -> None:
         print(f"API key for the demo user '{DEMO_USER}': {secret}", flush=True)
 
 
-def _run(ns: argparse.Namespace, rt: Any, listening: socket.socket) -> None:
+def _models(ns: argparse.Namespace) -> dict[str, Any]:
+    """The reranker, rewriter and extractor of long-term memory ``create_app`` gets, from
+    the options or the environment (ConfigError for a spec that cannot be read)."""
+    from ..memory.extract import extractor_from_config
+    from ..memory.rerank import reranker_from_config
+    from ..memory.rewrite import rewriter_from_config
+
+    return {
+        "reranker": reranker_from_config(ns.reranker),
+        "rewriter": rewriter_from_config(ns.rewriter),
+        "extractor": extractor_from_config(ns.extractor),
+    }
+
+
+def _run(ns: argparse.Namespace, rt: Any, listening: socket.socket, models: dict[str, Any]) -> None:
     """Serve on ``listening`` over ``rt`` until SIGTERM or SIGINT (then drain and return)."""
     import uvicorn
 
@@ -148,7 +183,13 @@ def _run(ns: argparse.Namespace, rt: Any, listening: socket.socket) -> None:
     from ..workers.presence import Presence
     from .memory import embedder
 
-    app = create_app(rt, rate=ns.rate, burst=max(2 * ns.rate, 1.0), embedder=embedder(ns.embedder))
+    app = create_app(
+        rt,
+        rate=ns.rate,
+        burst=max(2 * ns.rate, 1.0),
+        embedder=embedder(ns.embedder),
+        **models,
+    )
     presence = Presence(rt, role="api")
     presence.start()  # `relaystate builds` counts this process under its build
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then raises the signal again

@@ -24,7 +24,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from ..conversation import Conversation
 from ..errors import RelaystateError
 from ..memory.embed import Embedder
+from ..memory.extract import FactExtractor
 from ..memory.recorder import MemoryLayers, Recorder
+from ..memory.rerank import Reranker
+from ..memory.rewrite import QueryRewriter
 from ..runtime.runtime import Runtime
 from ..scope import Scope
 from . import apidocs, encoding, errors, events, fleet, headers, memory, openapi, routes
@@ -48,16 +51,34 @@ def create_app(
     recover_on_start: bool = True,
     max_body: int = MAX_BODY,
     embedder: Embedder | None = None,
+    reranker: Reranker | None = None,
+    rewriter: QueryRewriter | None = None,
+    extractor: FactExtractor | None = None,
 ) -> FastAPI:
-    """The app over ``runtime`` (the caller keeps it open and closes it). ``embedder``
-    makes the vectors of long-term memory (none: keyword search only)."""
+    """The app over ``runtime`` (the caller keeps it open and closes it). The models of
+    long-term memory, each optional:
+
+    - ``embedder`` makes its vectors (none: keyword search only);
+    - ``reranker`` orders the top hits of memory search again (``GET
+      /v1/memory/{ns}/search``, and a task's context), fused with the rule order (their
+      ``ranks`` gain ``rerank``); one that fails leaves the rule order;
+    - ``rewriter`` splits a search's question into the searches that answer it (``ranks``
+      gain ``rewrite``); one that fails searches the question alone;
+    - ``extractor`` extracts the facts of the items ``POST /v1/memory/{ns}/items`` adds
+      into the memory graph, in the background job that embeds them, and keeps them for
+      search (``ranks`` gain ``fact``); one that fails costs the facts, never the items.
+      Turns are not extracted.
+    """
     layers = MemoryLayers.of(runtime, embedder=embedder)
+    if layers.longterm is not None:
+        layers.longterm.reranker, layers.longterm.rewriter = reranker, rewriter
     state = ServerState(
         runtime=runtime,
         conversation=Conversation(runtime, memory=Recorder(layers, clock=runtime.clock)),
         limiter=RateLimiter(rate=rate, burst=burst),
         metrics=Metrics(),
         layers=layers,
+        extractor=extractor,
     )
 
     @asynccontextmanager

@@ -68,14 +68,15 @@ def memory_of(request: Request) -> LongTermMemory:
 
 @router.post("/{namespace}/items", response_model=schemas.Added, responses=WRITES)
 def add_items(request: Request, who: Who, namespace: Id, body: ItemsIn) -> schemas.Added:
-    """Add or replace items (by id); their vectors are made in the background."""
+    """Add or replace items (by id); their vectors are made in the background, and so are
+    their facts when the server has an extractor (``serve --extractor``)."""
     memory = memory_of(request)
     items = [
         MemoryItem(i.id, who.key.user_id, namespace, i.text, i.time, i.source, None, i.metadata)
         for i in body.items
     ]
     added = memory.add(who.acts, namespace, items)
-    server(request).embed_later(who.acts, namespace)
+    server(request).embed_later(who.acts, namespace, extract=items)
     return schemas.Added(added=added, total=memory.count(who.acts, namespace))
 
 
